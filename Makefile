@@ -1,0 +1,60 @@
+# linkemu: make setup, make build, make run PROFILE=..., make test
+VENV    ?= .venv
+PYTHON  := $(VENV)/bin/python
+BUILD   := build
+P4_MAIN := p4src/v1model/linkemu.p4
+P4_SRCS := $(shell find p4src -name '*.p4')
+PROFILE ?= profiles/ethernet.yaml
+FIXED   ?= 1
+MOBILE  ?= 1
+DEBIAN_PACKAGES := python3-venv mininet iperf3 tcpdump ethtool iproute2 iputils-ping
+
+.PHONY: all setup check-tools build run ptf test unit clean
+
+all: build
+
+setup:
+	@if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	  apt-get install -y -q --no-install-recommends $(DEBIAN_PACKAGES) || \
+	  { apt-get update -q && apt-get install -y -q --no-install-recommends $(DEBIAN_PACKAGES); }; \
+	else echo "not root or no apt-get: install $(DEBIAN_PACKAGES) yourself"; fi
+	# The venv sees Debian's Mininet, which installs for /usr/bin/python3.
+	[ -x $(PYTHON) ] || /usr/bin/python3 -m venv --system-site-packages $(VENV)
+	$(PYTHON) -m pip install -q -r requirements.txt -e control_plane
+	@$(MAKE) --no-print-directory check-tools || true
+
+check-tools:
+	@missing=""; for t in p4c simple_switch_grpc; do \
+	  command -v $$t >/dev/null || missing="$$missing $$t"; done; \
+	if [ -n "$$missing" ]; then \
+	  echo "missing:$$missing. p4c and BMv2's simple_switch_grpc (built with PI) are in no"; \
+	  echo "Debian or PyPI package: get them from p4lang's packages or containers,"; \
+	  echo "see README.md 'P4 tools'. Without them only the unit tests run."; exit 1; \
+	else echo "p4c and simple_switch_grpc found"; fi
+
+build: $(BUILD)/linkemu.json
+
+$(BUILD)/linkemu.json: $(P4_SRCS)
+	@command -v p4c >/dev/null || { $(MAKE) --no-print-directory check-tools; exit 1; }
+	@mkdir -p $(BUILD)
+	p4c --target bmv2 --arch v1model --std p4-16 -o $(BUILD) \
+	    --p4runtime-files $(BUILD)/linkemu.p4info.txtpb $(P4_MAIN)
+
+run: build
+	$(PYTHON) mininet/run.py --profile $(PROFILE) --fixed $(FIXED) --mobile $(MOBILE) \
+	    $(if $(SCRIPT),--script $(SCRIPT))
+
+ptf: build
+	$(PYTHON) ptf_tests/harness.py
+
+# Everything: unit tests, then PTF and Mininet tests (each skips with its
+# reason when p4c, BMv2, root or Mininet are missing).
+test:
+	@if command -v p4c >/dev/null; then $(MAKE) --no-print-directory build; fi
+	$(PYTHON) -m pytest -ra control_plane/tests tests
+
+unit:
+	$(PYTHON) -m pytest -ra control_plane/tests
+
+clean:
+	rm -rf $(BUILD)

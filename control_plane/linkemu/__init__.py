@@ -1,0 +1,1 @@
+"""linkemu control plane: link profiles, P4Runtime, counters."""

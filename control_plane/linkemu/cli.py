@@ -1,0 +1,105 @@
+"""linkemu: configure and observe the emulated link on a running switch."""
+
+import argparse
+import json
+import sys
+
+from . import dataplane
+from .dataplane import Port, PortLayout
+from .p4runtime import P4RuntimeError, Switch
+from .profile import ProfileError, load_profile
+
+
+def _check(args):
+    for path in args.profiles:
+        profile = load_profile(path)
+        print(f"{path}: {profile.name}: MTU {profile.mtu}")
+        for name, direction in profile.directions().items():
+            print(f"  {name:8} {direction.describe()}")
+
+
+def _connect(args):
+    return Switch(args.switch, args.device_id, timeout=args.timeout)
+
+
+def _install(args):
+    profile = load_profile(args.profile)
+    layout = PortLayout(tuple(args.fixed), tuple(args.mobile))
+    with _connect(args) as switch:
+        dataplane.install(switch, args.p4info, args.bmv2_json, layout, profile)
+    print(f"installed {args.bmv2_json} with profile {profile.name} on {args.switch}")
+
+
+def _push(args):
+    profile = load_profile(args.profile)
+    with _connect(args) as switch:
+        dataplane.push_profile(switch, profile)
+    print(f"pushed profile {profile.name} to {args.switch}")
+
+
+def _counters(args):
+    with _connect(args) as switch:
+        counters = dataplane.read_counters(switch)
+    if args.json:
+        print(json.dumps(counters, indent=2))
+        return
+    print(f"{'counter':16} {'downlink pkts':>14} {'bytes':>12} {'uplink pkts':>12} {'bytes':>12}")
+    for name, cells in counters.items():
+        down = cells.get("downlink", (0, 0))
+        up = cells.get("uplink", (0, 0))
+        print(f"{name:16} {down[0]:14} {down[1]:12} {up[0]:12} {up[1]:12}")
+
+
+def _port(text):
+    try:
+        return Port.parse(text)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
+
+
+def build_parser():
+    parser = argparse.ArgumentParser(prog="linkemu", description=__doc__)
+    parser.add_argument("--switch", default="127.0.0.1:9559",
+                        help="P4Runtime address of simple_switch_grpc (default %(default)s)")
+    parser.add_argument("--device-id", type=int, default=0)
+    parser.add_argument("--timeout", type=float, default=10.0,
+                        help="seconds to wait for the switch (default %(default)s)")
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    check = commands.add_parser("check", help="validate profiles without a switch")
+    check.add_argument("profiles", nargs="+", metavar="PROFILE")
+    check.set_defaults(run=_check)
+
+    install = commands.add_parser(
+        "install", help="load the P4 program, the port layout and a profile")
+    install.add_argument("profile", metavar="PROFILE")
+    install.add_argument("--fixed", type=_port, action="append", required=True,
+                         metavar="PORT[@MAC]", help="a port on the fixed (server) side")
+    install.add_argument("--mobile", type=_port, action="append", required=True,
+                         metavar="PORT[@MAC]", help="a port on the mobile (client) side")
+    install.add_argument("--p4info", default="build/linkemu.p4info.txtpb")
+    install.add_argument("--bmv2-json", default="build/linkemu.json")
+    install.set_defaults(run=_install)
+
+    push = commands.add_parser("push", help="change the link of a running switch live")
+    push.add_argument("profile", metavar="PROFILE")
+    push.set_defaults(run=_push)
+
+    counters = commands.add_parser("counters", help="print the per-direction counters")
+    counters.add_argument("--json", action="store_true", help="machine-readable output")
+    counters.set_defaults(run=_counters)
+    return parser
+
+
+def main(argv=None):
+    args = build_parser().parse_args(argv)
+    try:
+        args.run(args)
+    except (ProfileError, P4RuntimeError, ValueError, OSError) as err:
+        print(f"linkemu: {err}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,325 @@
+"""A small, typed P4Runtime client over the p4runtime protobuf bindings.
+
+Names from the P4Info (tables, actions, counters) are resolved here, values
+are encoded as canonical byte strings, and one Switch object holds the gRPC
+channel, the arbitration stream and the primary election.
+"""
+
+import queue
+import threading
+import time
+from dataclasses import dataclass, field
+
+import grpc
+from google.protobuf import text_format
+from p4.config.v1 import p4info_pb2
+from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
+
+
+class P4RuntimeError(RuntimeError):
+    """The switch refused or could not be reached."""
+
+
+def encode(value, bitwidth):
+    """Canonical P4Runtime byte string of an unsigned value."""
+    if not 0 <= value < (1 << bitwidth):
+        raise P4RuntimeError(f"value {value} does not fit in {bitwidth} bits")
+    return value.to_bytes(max(1, (value.bit_length() + 7) // 8), "big")
+
+
+def mac_to_int(mac):
+    return int(mac.replace(":", ""), 16)
+
+
+@dataclass(frozen=True)
+class Ternary:
+    value: int
+    mask: int
+
+
+@dataclass(frozen=True)
+class TableEntry:
+    """A table entry by names; match values are ints or Ternary."""
+
+    table: str
+    match: dict
+    action: str
+    params: dict = field(default_factory=dict)
+    priority: int = 0
+
+
+@dataclass(frozen=True)
+class MulticastGroup:
+    group_id: int
+    ports: tuple
+
+
+@dataclass(frozen=True)
+class CounterValue:
+    counter: str
+    index: int
+    packets: int
+    bytes: int
+
+
+class P4Info:
+    """Name lookups in a P4Info message."""
+
+    def __init__(self, message):
+        self.message = message
+        self._tables = {t.preamble.name: t for t in message.tables}
+        self._actions = {a.preamble.name: a for a in message.actions}
+        self._counters = {c.preamble.name: c for c in message.counters}
+        for objects in (self._tables, self._actions, self._counters):
+            for obj in list(objects.values()):
+                objects.setdefault(obj.preamble.alias, obj)
+
+    @classmethod
+    def from_file(cls, path):
+        message = p4info_pb2.P4Info()
+        with open(path) as f:
+            text_format.Parse(f.read(), message)
+        return cls(message)
+
+    def _lookup(self, objects, kind, name):
+        try:
+            return objects[name]
+        except KeyError:
+            raise P4RuntimeError(f"the P4 program has no {kind} named {name!r}") from None
+
+    def table(self, name):
+        return self._lookup(self._tables, "table", name)
+
+    def action(self, name):
+        return self._lookup(self._actions, "action", name)
+
+    def counter(self, name):
+        return self._lookup(self._counters, "counter", name)
+
+    def counter_names(self):
+        return [c.preamble.name for c in self.message.counters]
+
+    def table_entry(self, entry):
+        """Protobuf TableEntry of a TableEntry."""
+        table = self.table(entry.table)
+        fields = {f.name: f for f in table.match_fields}
+        message = p4runtime_pb2.TableEntry(table_id=table.preamble.id,
+                                           priority=entry.priority)
+        for name, value in entry.match.items():
+            if name not in fields:
+                raise P4RuntimeError(f"table {entry.table!r} has no match field {name!r}")
+            spec = fields[name]
+            if isinstance(value, Ternary):
+                if value.mask == 0:
+                    continue  # a wildcard is expressed by omitting the field
+                message.match.add(field_id=spec.id).ternary.CopyFrom(
+                    p4runtime_pb2.FieldMatch.Ternary(
+                        value=encode(value.value & value.mask, spec.bitwidth),
+                        mask=encode(value.mask, spec.bitwidth)))
+            else:
+                message.match.add(field_id=spec.id).exact.value = encode(value, spec.bitwidth)
+        action = self.action(entry.action)
+        params = {p.name: p for p in action.params}
+        unknown = set(entry.params) - set(params)
+        missing = set(params) - set(entry.params)
+        if unknown or missing:
+            raise P4RuntimeError(f"action {entry.action!r} takes {sorted(params)}, "
+                                 f"got {sorted(entry.params)}")
+        message.action.action.action_id = action.preamble.id
+        for name, value in entry.params.items():
+            message.action.action.params.add(
+                param_id=params[name].id, value=encode(value, params[name].bitwidth))
+        return message
+
+
+class Switch:
+    """A P4Runtime connection to one device, as primary controller."""
+
+    def __init__(self, address="127.0.0.1:9559", device_id=0, timeout=10.0):
+        self.address = address
+        self.device_id = device_id
+        self.timeout = timeout
+        # A newer client takes over from an older one: the newest wins.
+        self.election_id = p4runtime_pb2.Uint128(high=0, low=time.time_ns() // 1000)
+        self._channel = None
+        self._stub = None
+        self._requests = None
+        self._responses = None
+        self._stream = None
+        self.p4info = None
+
+    def __enter__(self):
+        self.connect()
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def connect(self):
+        self._channel = grpc.insecure_channel(self.address)
+        try:
+            grpc.channel_ready_future(self._channel).result(timeout=self.timeout)
+        except grpc.FutureTimeoutError:
+            self._channel.close()
+            raise P4RuntimeError(
+                f"no P4Runtime server at {self.address} (is simple_switch_grpc running?)"
+            ) from None
+        self._stub = p4runtime_pb2_grpc.P4RuntimeStub(self._channel)
+        self._requests = queue.Queue()
+        self._responses = queue.Queue()
+        self._stream = self._stub.StreamChannel(iter(self._requests.get, None))
+        threading.Thread(target=self._read_stream, daemon=True).start()
+        self._become_primary()
+
+    def _read_stream(self):
+        try:
+            for response in self._stream:
+                self._responses.put(response)
+        except grpc.RpcError as err:
+            self._responses.put(err)
+
+    def _become_primary(self):
+        request = p4runtime_pb2.StreamMessageRequest()
+        request.arbitration.device_id = self.device_id
+        request.arbitration.election_id.CopyFrom(self.election_id)
+        self._requests.put(request)
+        deadline = time.monotonic() + self.timeout
+        while True:
+            try:
+                response = self._responses.get(timeout=max(0.0, deadline - time.monotonic()))
+            except queue.Empty:
+                raise P4RuntimeError("no arbitration answer from the switch") from None
+            if isinstance(response, grpc.RpcError):
+                raise P4RuntimeError(f"arbitration failed: {response.details()}")
+            if response.HasField("arbitration"):
+                if response.arbitration.status.code != grpc.StatusCode.OK.value[0]:
+                    raise P4RuntimeError("another controller with a higher election id "
+                                         "is primary for this switch")
+                return
+
+    def close(self):
+        if self._requests is not None:
+            self._requests.put(None)
+        if self._channel is not None:
+            self._channel.close()
+        self._channel = self._requests = None
+
+    def _call(self, method, request):
+        try:
+            return method(request, timeout=self.timeout)
+        except grpc.RpcError as err:
+            raise P4RuntimeError(_describe_rpc_error(err)) from None
+
+    def set_pipeline(self, p4info_path, bmv2_json_path):
+        """Installs a compiled program; this resets all tables and registers."""
+        p4info = P4Info.from_file(p4info_path)
+        request = p4runtime_pb2.SetForwardingPipelineConfigRequest(
+            device_id=self.device_id, election_id=self.election_id,
+            action=p4runtime_pb2.SetForwardingPipelineConfigRequest.VERIFY_AND_COMMIT)
+        request.config.p4info.CopyFrom(p4info.message)
+        with open(bmv2_json_path, "rb") as f:
+            request.config.p4_device_config = f.read()
+        self._call(self._stub.SetForwardingPipelineConfig, request)
+        self.p4info = p4info
+
+    def load_p4info(self):
+        """Reads the P4Info of the program running on the switch."""
+        request = p4runtime_pb2.GetForwardingPipelineConfigRequest(
+            device_id=self.device_id,
+            response_type=p4runtime_pb2.GetForwardingPipelineConfigRequest.P4INFO_AND_COOKIE)
+        response = self._call(self._stub.GetForwardingPipelineConfig, request)
+        if not response.config.p4info.tables:
+            raise P4RuntimeError("the switch runs no P4 program yet; push the pipeline first")
+        self.p4info = P4Info(response.config.p4info)
+        return self.p4info
+
+    def write(self, updates):
+        """Sends (type, entity) updates in one batch."""
+        if not updates:
+            return
+        request = p4runtime_pb2.WriteRequest(device_id=self.device_id,
+                                             election_id=self.election_id)
+        for kind, entity in updates:
+            request.updates.add(type=kind).entity.CopyFrom(entity)
+        self._call(self._stub.Write, request)
+
+    def read(self, entity):
+        request = p4runtime_pb2.ReadRequest(device_id=self.device_id)
+        request.entities.add().CopyFrom(entity)
+        try:
+            for response in self._stub.Read(request, timeout=self.timeout):
+                yield from response.entities
+        except grpc.RpcError as err:
+            raise P4RuntimeError(_describe_rpc_error(err)) from None
+
+    def write_table(self, entries):
+        """Inserts the entries, or modifies those whose key is already installed."""
+        installed = {}
+        for table in {e.table for e in entries}:
+            query = p4runtime_pb2.Entity()
+            query.table_entry.table_id = self.p4info.table(table).preamble.id
+            for found in self.read(query):
+                key = _entry_key(found.table_entry)
+                installed[key] = found.table_entry
+        updates = []
+        for entry in entries:
+            message = self.p4info.table_entry(entry)
+            kind = (p4runtime_pb2.Update.MODIFY if _entry_key(message) in installed
+                    else p4runtime_pb2.Update.INSERT)
+            updates.append((kind, p4runtime_pb2.Entity(table_entry=message)))
+        self.write(updates)
+
+    def write_multicast_groups(self, groups):
+        """Creates or replaces multicast groups."""
+        existing = set()
+        query = p4runtime_pb2.Entity()
+        query.packet_replication_engine_entry.multicast_group_entry.multicast_group_id = 0
+        for found in self.read(query):
+            existing.add(found.packet_replication_engine_entry
+                         .multicast_group_entry.multicast_group_id)
+        updates = []
+        for group in groups:
+            entity = p4runtime_pb2.Entity()
+            entry = entity.packet_replication_engine_entry.multicast_group_entry
+            entry.multicast_group_id = group.group_id
+            for port in group.ports:
+                entry.replicas.add(egress_port=port, instance=1)
+            kind = (p4runtime_pb2.Update.MODIFY if group.group_id in existing
+                    else p4runtime_pb2.Update.INSERT)
+            updates.append((kind, entity))
+        self.write(updates)
+
+    def read_counter(self, name):
+        """All cells of an indexed counter."""
+        query = p4runtime_pb2.Entity()
+        query.counter_entry.counter_id = self.p4info.counter(name).preamble.id
+        values = []
+        for found in self.read(query):
+            cell = found.counter_entry
+            values.append(CounterValue(name, cell.index.index, cell.data.packet_count,
+                                       cell.data.byte_count))
+        return sorted(values, key=lambda v: v.index)
+
+
+def _entry_key(message):
+    return (message.table_id, message.priority,
+            tuple(sorted(m.SerializeToString() for m in message.match)))
+
+
+def _describe_rpc_error(err):
+    text = f"{err.code().name}: {err.details()}"
+    # Batch write errors carry one status per update in the trailing details.
+    try:
+        from google.rpc import status_pb2
+        from p4.v1.p4runtime_pb2 import Error
+        for key, value in err.trailing_metadata() or ():
+            if key == "grpc-status-details-bin":
+                status = status_pb2.Status.FromString(value)
+                for detail in status.details:
+                    error = Error()
+                    detail.Unpack(error)
+                    if error.canonical_code != 0:
+                        text += f"; {error.message}"
+    except (ImportError, AttributeError):
+        pass
+    return text

@@ -1,0 +1,108 @@
+import pytest
+from p4.config.v1 import p4info_pb2
+
+from linkemu import dataplane
+from linkemu.dataplane import Port, PortLayout, byte_cost_q, link_params_entries
+from linkemu.p4runtime import P4Info, P4RuntimeError, TableEntry, Ternary, encode
+from linkemu.profile import parse_profile
+
+
+def test_byte_cost_is_microseconds_per_byte_in_q20():
+    assert byte_cost_q(None) == 0
+    assert byte_cost_q(64_000) == 125 << 20          # 125 us per byte
+    assert byte_cost_q(8e6) == 1 << 20               # 1 us per byte
+    # 10 Gbit/s keeps 0.1 % precision.
+    exact = 8e6 / 10e9 * (1 << 20)
+    assert abs(byte_cost_q(10e9) - exact) / exact < 1e-3
+
+
+def test_link_params_entries_carry_each_direction():
+    profile = parse_profile({
+        "downlink": {"rate": "64kbit", "delay": "300ms", "queue": 20},
+        "uplink": {"rate": "1Mbit", "delay": "1.5s", "queue": 1, "overhead": 8}})
+    down, up = link_params_entries(profile)
+    assert down.match == {"m.dir": 0} and up.match == {"m.dir": 1}
+    assert down.params["delay_us"] == 300_000 and up.params["delay_us"] == 1_500_000
+    assert down.params["queue_limit"] == 20 and up.params["queue_limit"] == 1
+    assert up.params["overhead_bytes"] == 8
+    assert up.params["byte_cost_q"] == 8 << 20
+
+
+def test_port_parsing():
+    assert Port.parse("3") == Port(3)
+    assert Port.parse("2@00:00:00:00:00:0a") == Port(2, "00:00:00:00:00:0a")
+    for bad in ("x", "1@zz:00:00:00:00:00", "1@00:00"):
+        with pytest.raises(ValueError):
+            Port.parse(bad)
+
+
+def test_single_host_sides_forward_everything_to_the_one_port():
+    layout = PortLayout(fixed=(Port(1),), mobile=(Port(2),))
+    forward = [e for e in layout.table_entries() if e.table.endswith("forward")]
+    assert {(e.match["m.dir"], e.params["port"]) for e in forward} == {(0, 2), (1, 1)}
+    assert all(e.match["hdr.ethernet.dst_addr"] == Ternary(0, 0) for e in forward)
+
+
+def test_several_hosts_get_mac_entries_and_a_flood_group():
+    layout = PortLayout(fixed=(Port(1, "00:00:00:00:00:01"),),
+                        mobile=(Port(2, "00:00:00:00:00:02"), Port(3, "00:00:00:00:00:03")))
+    entries = layout.table_entries()
+    downlink = [e for e in entries if e.table.endswith("forward") and e.match["m.dir"] == 0]
+    assert [(e.action.rsplit(".", 1)[1], e.priority) for e in downlink] == [
+        ("to_port", 2), ("to_port", 2), ("flood", 1)]
+    groups = {g.group_id: g.ports for g in layout.multicast_groups()}
+    assert groups == {dataplane.FLOOD_GROUPS["downlink"]: (2, 3),
+                      dataplane.FLOOD_GROUPS["uplink"]: (1,)}
+
+
+@pytest.mark.parametrize("fixed, mobile, message", [
+    ((), (Port(2),), "fixed side needs at least one port"),
+    ((Port(1),), (Port(1),), "listed twice"),
+    ((Port(1),), (Port(480),), "higher ports hold packets"),
+    ((Port(1),), (Port(2), Port(3, "00:00:00:00:00:03")), "needs each host's MAC"),
+])
+def test_bad_layouts(fixed, mobile, message):
+    with pytest.raises(ValueError, match=message):
+        PortLayout(fixed, mobile)
+
+
+def test_encode_is_canonical():
+    assert encode(0, 9) == b"\x00"
+    assert encode(480, 9) == b"\x01\xe0"
+    with pytest.raises(P4RuntimeError):
+        encode(512, 9)
+
+
+def small_p4info():
+    info = p4info_pb2.P4Info()
+    table = info.tables.add()
+    table.preamble.id, table.preamble.name, table.preamble.alias = 1, "C.t", "t"
+    table.match_fields.add(id=1, name="k", bitwidth=8, match_type=p4info_pb2.MatchField.EXACT)
+    table.match_fields.add(id=2, name="m", bitwidth=48,
+                           match_type=p4info_pb2.MatchField.TERNARY)
+    action = info.actions.add()
+    action.preamble.id, action.preamble.name, action.preamble.alias = 2, "C.a", "a"
+    action.params.add(id=1, name="p", bitwidth=16)
+    return P4Info(info)
+
+
+def test_table_entry_encoding():
+    info = small_p4info()
+    message = info.table_entry(TableEntry("t", {"k": 5, "m": Ternary(0xAB, 0xFF)}, "a",
+                                          {"p": 258}, priority=3))
+    assert message.table_id == 1 and message.priority == 3
+    assert message.match[0].exact.value == b"\x05"
+    assert (message.match[1].ternary.value, message.match[1].ternary.mask) == (b"\xab", b"\xff")
+    assert message.action.action.params[0].value == b"\x01\x02"
+    wildcard = info.table_entry(TableEntry("C.t", {"k": 1, "m": Ternary(0, 0)}, "a", {"p": 0}))
+    assert len(wildcard.match) == 1  # a don't-care field is omitted
+
+
+def test_table_entry_errors_name_what_is_wrong():
+    info = small_p4info()
+    with pytest.raises(P4RuntimeError, match="no table named 'nope'"):
+        info.table_entry(TableEntry("nope", {}, "a", {"p": 0}))
+    with pytest.raises(P4RuntimeError, match="no match field 'x'"):
+        info.table_entry(TableEntry("t", {"x": 1}, "a", {"p": 0}))
+    with pytest.raises(P4RuntimeError, match="takes \\['p'\\]"):
+        info.table_entry(TableEntry("t", {"k": 1}, "a", {}))

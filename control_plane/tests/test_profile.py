@@ -1,0 +1,119 @@
+from pathlib import Path
+
+import pytest
+
+from linkemu.profile import DEFAULT_QUEUE_PACKETS, ProfileError, load_profile, parse_profile
+
+PROFILES = Path(__file__).resolve().parents[2] / "profiles"
+
+
+def valid():
+    return {
+        "name": "t", "mtu": 576,
+        "downlink": {"rate": "64kbit", "delay": "300ms", "queue": 20},
+        "uplink": {"rate": "64kbit", "delay": "300ms", "queue": 1, "overhead": 4},
+    }
+
+
+def problems(data):
+    with pytest.raises(ProfileError) as info:
+        parse_profile(data, source="t.yaml")
+    return info.value.problems
+
+
+def test_valid_profile():
+    profile = parse_profile(valid())
+    assert profile.mtu == 576
+    assert profile.downlink.rate_bps == 64_000
+    assert profile.downlink.delay_us == 300_000
+    assert profile.downlink.queue_packets == 20
+    assert profile.uplink.overhead_bytes == 4
+
+
+def test_defaults():
+    profile = parse_profile({"downlink": {}, "uplink": {"rate": "unlimited"}})
+    assert profile.mtu == 1500
+    assert profile.uplink.rate_bps is None and profile.downlink.rate_bps is None
+    assert profile.downlink.delay_us == 0
+    assert profile.downlink.queue_packets == DEFAULT_QUEUE_PACKETS
+
+
+@pytest.mark.parametrize("path, value, fragment", [
+    (("downlink", "rate"), "64kbps", "kbit"),
+    (("downlink", "rate"), "500bit", "allowed 1kbit to 10Gbit"),
+    (("downlink", "rate"), "20Gbit", "allowed 1kbit to 10Gbit"),
+    (("uplink", "delay"), "2min", "duration"),
+    (("uplink", "delay"), "61s", "allowed 0s to 60s"),
+    (("downlink", "queue"), 0, "allowed 1 to 100000 packets"),
+    (("downlink", "queue"), "20", "whole number"),
+    (("downlink", "queue"), 2.5, "whole number"),
+    (("downlink", "queue"), True, "whole number"),
+    (("uplink", "overhead"), -1, "allowed 0 to 1000 bytes"),
+    (("mtu",), 67, "allowed 68 to 9000 bytes"),
+    (("mtu",), 65536, "allowed 68 to 9000 bytes"),
+    (("name",), 5, "expected text"),
+])
+def test_bad_field_reports_path_value_and_allowed(path, value, fragment):
+    data = valid()
+    target = data
+    for key in path[:-1]:
+        target = target[key]
+    target[path[-1]] = value
+    (problem,) = problems(data)
+    assert problem.startswith(".".join(path) + f": {value!r}: ")
+    assert fragment in problem
+
+
+def test_unknown_fields_are_rejected_with_the_allowed_ones():
+    data = valid()
+    data["downlink"]["bandwidth"] = "1Mbit"
+    data["colour"] = "blue"
+    found = problems(data)
+    assert any(p.startswith("downlink.bandwidth: '1Mbit': unknown field; allowed: ")
+               and "rate" in p for p in found)
+    assert any(p.startswith("colour: 'blue': unknown field") for p in found)
+
+
+def test_every_problem_is_reported_at_once():
+    data = valid()
+    data["downlink"]["rate"] = "fast"
+    data["uplink"]["queue"] = -3
+    del data["uplink"]["delay"]
+    data["mtu"] = "big"
+    assert len(problems(data)) == 3
+
+
+def test_missing_direction_and_wrong_shapes():
+    assert problems({"downlink": {}}) == ["uplink: missing; this section is required"]
+    assert problems({"downlink": [1], "uplink": {}})[0].startswith("downlink: [1]: expected a mapping")
+    assert problems("rate: 1Mbit")[0].startswith("(top level)")
+
+
+def test_file_errors_name_the_file(tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("downlink: {rate: 1Mbit\n")
+    with pytest.raises(ProfileError, match="(?s)bad.yaml.*not valid YAML"):
+        load_profile(bad)
+    with pytest.raises(ProfileError, match="cannot read"):
+        load_profile(tmp_path / "missing.yaml")
+
+
+def test_name_defaults_to_file_stem(tmp_path):
+    path = tmp_path / "my-link.yaml"
+    path.write_text("downlink: {}\nuplink: {}\n")
+    assert load_profile(path).name == "my-link"
+
+
+@pytest.mark.parametrize("path", sorted(PROFILES.glob("*.yaml")), ids=lambda p: p.name)
+def test_shipped_profiles_are_valid(path):
+    load_profile(path)
+
+
+def test_gprs_optimal_matches_the_studies():
+    profile = load_profile(PROFILES / "gprs-optimal.yaml")
+    assert profile.mtu == 576
+    for direction in (profile.downlink, profile.uplink):
+        assert direction.rate_bps == 64_000
+        assert direction.delay_us == 300_000
+    assert profile.downlink.queue_packets == 20
+    assert profile.uplink.queue_packets == 1

@@ -1,0 +1,70 @@
+"""The emulation network: hosts on the fixed and mobile sides of one linkemu switch.
+
+    h1 .. hN  (fixed side)  ──  s1 (linkemu, BMv2)  ──  hN+1 .. hN+M  (mobile side)
+
+With one host a side this is h1 (fixed) - s1 - h2 (mobile). Every host is a
+Mininet host (its own network namespace) in 10.0.0.0/8, with checksum
+offload off and the profile's MTU.
+"""
+
+from contextlib import contextmanager
+from pathlib import Path
+
+from mininet.net import Mininet
+from mininet.topo import Topo
+
+from linkemu import dataplane
+from linkemu.dataplane import Port, PortLayout
+from linkemu.p4runtime import Switch
+from linkemu.veth import host_interface_commands
+from p4switch import LinkemuSwitch
+
+ROOT = Path(__file__).resolve().parent.parent
+BUILD = ROOT / "build"
+
+
+class LinkTopo(Topo):
+    def build(self, fixed=1, mobile=1):
+        switch = self.addSwitch("s1")
+        for i in range(1, fixed + mobile + 1):
+            host = self.addHost(f"h{i}", ip=f"10.0.0.{i}/8", mac=f"00:00:00:00:00:{i:02x}")
+            self.addLink(host, switch, port2=i)
+
+
+def port_layout(net, fixed):
+    s1 = net.get("s1")
+
+    def port(host):
+        return Port(s1.ports[s1.connectionsTo(host)[0][0]], host.MAC())
+
+    hosts = sorted(net.hosts, key=lambda h: int(h.name[1:]))
+    return PortLayout(fixed=tuple(port(h) for h in hosts[:fixed]),
+                      mobile=tuple(port(h) for h in hosts[fixed:]))
+
+
+@contextmanager
+def emulated_link(profile, fixed=1, mobile=1, grpc_port=9559):
+    """Starts the network with `profile` installed; stops all of it on exit."""
+    if fixed < 1 or mobile < 1 or fixed + mobile > 254:
+        raise ValueError("need at least one host on each side and at most 254 hosts")
+    net = Mininet(topo=LinkTopo(fixed=fixed, mobile=mobile), controller=None,
+                  switch=lambda name, **kw: LinkemuSwitch(name, grpc_port=grpc_port,
+                                                          mtu=profile.mtu, **kw),
+                  autoSetMacs=False, build=False)
+    try:
+        net.build()
+        for host in net.hosts:
+            quiet_host(host, profile.mtu)
+        net.start()
+        with Switch(f"127.0.0.1:{grpc_port}") as controller:
+            dataplane.install(controller, BUILD / "linkemu.p4info.txtpb",
+                              BUILD / "linkemu.json", port_layout(net, fixed), profile)
+        yield net
+    finally:
+        net.stop()
+
+
+def quiet_host(host, mtu):
+    """Readies the host's interface from inside its namespace."""
+    for command in host_interface_commands(host.defaultIntf().name, mtu):
+        host.cmd(*command)

@@ -1,0 +1,35 @@
+"""BMv2 simple_switch_grpc as a Mininet switch."""
+
+from mininet.node import Switch
+
+from linkemu.bmv2 import SimpleSwitchGrpc
+from linkemu.veth import quiet_interface
+
+
+class LinkemuSwitch(Switch):
+    """Runs simple_switch_grpc on this switch's interfaces, port N on ethN.
+
+    The process is a child of the launcher and is stopped by its PID.
+    """
+
+    def __init__(self, name, grpc_port=9559, mtu=1500, **params):
+        super().__init__(name, **params)
+        self.grpc_port = grpc_port
+        self.mtu = mtu
+        self.bmv2 = None
+
+    def ports_by_number(self):
+        return {port: intf.name for intf, port in self.ports.items() if intf.name != "lo"}
+
+    def start(self, controllers):
+        for name in self.ports_by_number().values():
+            quiet_interface(name, self.mtu)
+        self.bmv2 = SimpleSwitchGrpc(self.ports_by_number(), grpc_port=self.grpc_port,
+                                     log_path=f"/tmp/linkemu-{self.name}.log")
+        self.bmv2.start()
+
+    def stop(self, deleteIntfs=True):
+        if self.bmv2 is not None:
+            self.bmv2.stop()
+            self.bmv2 = None
+        super().stop(deleteIntfs)

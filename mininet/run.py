@@ -1,0 +1,65 @@
+"""Launches hosts around the linkemu switch and opens the Mininet CLI.
+
+    sudo .venv/bin/python mininet/run.py --profile profiles/gprs-optimal.yaml
+    sudo .venv/bin/python mininet/run.py --profile P --script commands.txt
+    sudo .venv/bin/python mininet/run.py --profile P --fixed 2 --mobile 3
+
+Hosts h1..hN are on the fixed side, the next M on the mobile side. Everything
+started is stopped on exit, on Ctrl-C and on error.
+"""
+
+import argparse
+import os
+import sys
+
+from mininet.cli import CLI
+from mininet.log import setLogLevel
+
+from emunet import BUILD, emulated_link
+from linkemu.bmv2 import GET_TOOLS, missing_tools
+from linkemu.profile import ProfileError, load_profile
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--profile", required=True, help="link profile (YAML)")
+    parser.add_argument("--script", help="Mininet CLI commands to run instead of a prompt")
+    parser.add_argument("--fixed", type=int, default=1, help="hosts on the fixed side")
+    parser.add_argument("--mobile", type=int, default=1, help="hosts on the mobile side")
+    parser.add_argument("--grpc-port", type=int, default=9559,
+                        help="P4Runtime port on 127.0.0.1 (default %(default)s)")
+    args = parser.parse_args(argv)
+
+    try:
+        profile = load_profile(args.profile)
+    except ProfileError as err:
+        print(err, file=sys.stderr)
+        return 1
+    if args.script and not os.path.isfile(args.script):
+        print(f"{args.script}: no such script", file=sys.stderr)
+        return 1
+    missing = missing_tools("simple_switch_grpc", "ethtool")
+    if missing:
+        print(f"missing {', '.join(missing)}; BMv2 comes from {GET_TOOLS}", file=sys.stderr)
+        return 1
+    if not (BUILD / "linkemu.json").exists():
+        print("build/linkemu.json is missing: run 'make build'", file=sys.stderr)
+        return 1
+    if os.geteuid() != 0:
+        print("Mininet needs root", file=sys.stderr)
+        return 1
+
+    setLogLevel("info")
+    try:
+        with emulated_link(profile, args.fixed, args.mobile, args.grpc_port) as net:
+            CLI(net, script=args.script)
+    except KeyboardInterrupt:
+        return 130
+    except (RuntimeError, ValueError, OSError) as err:
+        print(f"linkemu: {err}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,40 @@
+// The profile of one direction, as written by the control plane.
+#ifndef LINKEMU_LINK_PARAMS_P4
+#define LINKEMU_LINK_PARAMS_P4
+
+#include "../headers.p4"
+
+control LinkParams(inout link_meta_t m) {
+
+    action set_params(bit<48> byte_cost_q, bit<32> overhead_bytes,
+                      time_us_t delay_us, bit<32> queue_limit,
+                      time_us_t stall_us) {
+        m.params.byte_cost_q = byte_cost_q;
+        m.params.overhead_bytes = overhead_bytes;
+        m.params.delay_us = delay_us;
+        m.params.queue_limit = queue_limit;
+        m.params.stall_us = stall_us;
+    }
+
+    // Without an entry a direction is an ideal wire: no rate limit, no delay.
+    action ideal() {
+        m.params.byte_cost_q = 0;
+        m.params.overhead_bytes = 0;
+        m.params.delay_us = 0;
+        m.params.queue_limit = 0;
+        m.params.stall_us = 0;
+    }
+
+    table link_params {
+        key = { m.dir : exact; }
+        actions = { set_params; @defaultonly ideal; }
+        const default_action = ideal;
+        size = 2;
+    }
+
+    apply {
+        link_params.apply();
+    }
+}
+
+#endif

@@ -1,0 +1,53 @@
+// Which way a frame crosses the link, and where it leaves on the far side.
+#ifndef LINKEMU_PORT_MAP_P4
+#define LINKEMU_PORT_MAP_P4
+
+#include "../headers.p4"
+
+control PortMap(in bit<9> ingress_port, in headers_t hdr, inout link_meta_t m,
+                out bool known) {
+
+    action set_direction(direction_t dir) {
+        m.dir = dir;
+    }
+
+    // Every port belongs to the fixed side (downlink) or the mobile side
+    // (uplink); frames from any other port are dropped.
+    table port_map {
+        key = { ingress_port : exact; }
+        actions = { set_direction; @defaultonly NoAction; }
+        const default_action = NoAction;
+        size = 64;
+    }
+
+    action to_port(bit<9> port) {
+        m.out_port = port;
+        m.flood_grp = 0;
+    }
+
+    action flood(bit<16> group) {
+        m.out_port = 0;
+        m.flood_grp = group;
+    }
+
+    // Far-side destination: a host's MAC, or flooding to every far-side port
+    // (broadcast, ARP, unknown unicast) with a low-priority wildcard entry.
+    table forward {
+        key = {
+            m.dir              : exact;
+            hdr.ethernet.dst_addr : ternary;
+        }
+        actions = { to_port; flood; @defaultonly NoAction; }
+        const default_action = NoAction;
+        size = 1024;
+    }
+
+    apply {
+        known = false;
+        if (port_map.apply().hit) {
+            known = forward.apply().hit;
+        }
+    }
+}
+
+#endif

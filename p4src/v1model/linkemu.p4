@@ -1,0 +1,158 @@
+// linkemu on BMv2 simple_switch (v1model): the only architecture-specific
+// file. It owns the state (registers), the counters and the hold loop; the
+// link model itself lives in the architecture-neutral controls it applies.
+//
+// Hold loop: a packet that is not yet due is sent to one of HOLD_PORTS
+// interface-less "hold ports" and recirculated at the end of egress, carrying
+// the egress clock in its field list. Ingress decides release on every pass,
+// so all link state is touched by BMv2's single ingress thread only. Holding
+// spreads packets over several hold ports because each BMv2 egress queue
+// holds 64 packets and simple_switch_grpc has no Thrift to deepen it.
+#include <core.p4>
+#include <v1model.p4>
+
+#include "../include/defines.p4"
+#include "../include/headers.p4"
+#include "../include/control/port_map.p4"
+#include "../include/control/link_params.p4"
+#include "../include/control/link_clock.p4"
+#include "../include/control/router_queue.p4"
+#include "../include/control/release.p4"
+
+const bit<32> INSTANCE_TYPE_RECIRC = 4;
+const bit<9>  HOLD_PORT_BASE = 480;   // 480..495, never attached to interfaces
+const bit<9>  HOLD_PORT_MASK = 15;
+const bit<8>  FL_HOLD = 1;            // @field_list(1) in link_meta_t
+
+parser LinkemuParser(packet_in pkt, out headers_t hdr, inout metadata_t meta,
+                     inout standard_metadata_t std) {
+    state start {
+        // A held packet was parsed on its first pass; later passes only read
+        // its metadata, which keeps each pass of the hold loop cheap.
+        transition select(std.instance_type) {
+            INSTANCE_TYPE_RECIRC : accept;
+            default              : parse_ethernet;
+        }
+    }
+    state parse_ethernet {
+        pkt.extract(hdr.ethernet);
+        transition accept;
+    }
+}
+
+control NoChecksum(inout headers_t hdr, inout metadata_t meta) {
+    apply { }
+}
+
+control LinkemuIngress(inout headers_t hdr, inout metadata_t meta,
+                       inout standard_metadata_t std) {
+    register<time_q_t>(NUM_DIRECTIONS) link_free;
+    register<bit<32>>(NUM_DIRECTIONS) queue_pkts;
+    register<seq_t>(NUM_DIRECTIONS) next_seq;
+    register<seq_t>(NUM_DIRECTIONS) next_release;
+
+    counter(NUM_DIRECTIONS, CounterType.packets_and_bytes) link_in;
+    counter(NUM_DIRECTIONS, CounterType.packets_and_bytes) drop_queue;
+    counter(NUM_DIRECTIONS, CounterType.packets) drop_malformed;
+    counter(NUM_DIRECTIONS, CounterType.packets) release_stalls;
+
+    PortMap() port_map;
+    LinkParams() link_params;
+    LinkClock() link_clock;
+    RouterQueueLeave() router_queue_leave;
+    Release() release;
+
+    apply {
+        bit<32> dir = (bit<32>) meta.link.dir;
+        time_us_t now;
+        if (std.instance_type == INSTANCE_TYPE_RECIRC) {
+            now = meta.link.now_us;
+            dir = (bit<32>) meta.link.dir;
+            link_params.apply(meta.link);
+        } else {
+            bool known;
+            port_map.apply(std.ingress_port, hdr, meta.link, known);
+            dir = (bit<32>) meta.link.dir;
+            if (!known) {
+                mark_to_drop(std);
+                return;
+            }
+            if (!hdr.ethernet.isValid()) {
+                drop_malformed.count(dir);
+                mark_to_drop(std);
+                return;
+            }
+            now = std.ingress_global_timestamp;
+            link_in.count(dir);
+            link_params.apply(meta.link);
+
+            time_q_t free;
+            bit<32> waiting;
+            time_q_t new_free;
+            link_free.read(free, dir);
+            queue_pkts.read(waiting, dir);
+            link_clock.apply(now, std.packet_length, free, waiting, meta.link,
+                             new_free);
+            if (meta.link.admitted == 0) {
+                drop_queue.count(dir);
+                mark_to_drop(std);
+                return;
+            }
+            link_free.write(dir, new_free);
+            queue_pkts.write(dir, waiting + (bit<32>) meta.link.queued);
+            seq_t seq;
+            next_seq.read(seq, dir);
+            meta.link.seq = seq;
+            next_seq.write(dir, seq + 1);
+        }
+
+        bool left;
+        router_queue_leave.apply(now, meta.link, left);
+        if (left) {
+            bit<32> waiting;
+            queue_pkts.read(waiting, dir);
+            queue_pkts.write(dir, waiting - 1);
+        }
+
+        seq_t next;
+        seq_t new_next;
+        bool stalled;
+        next_release.read(next, dir);
+        release.apply(now, next, meta.link, new_next, stalled);
+        next_release.write(dir, new_next);
+        if (stalled) {
+            release_stalls.count(dir);
+        }
+
+        if (meta.link.released == 0) {
+            std.egress_spec = HOLD_PORT_BASE + ((bit<9>) meta.link.seq & HOLD_PORT_MASK);
+        } else if (meta.link.out_port != 0) {
+            std.egress_spec = meta.link.out_port;
+        } else {
+            std.mcast_grp = meta.link.flood_grp;
+        }
+    }
+}
+
+control LinkemuEgress(inout headers_t hdr, inout metadata_t meta,
+                      inout standard_metadata_t std) {
+    counter(NUM_DIRECTIONS, CounterType.packets_and_bytes) link_out;
+
+    apply {
+        if (meta.link.released == 1) {
+            link_out.count((bit<32>) meta.link.dir);
+        } else {
+            meta.link.now_us = std.egress_global_timestamp;
+            recirculate_preserving_field_list(FL_HOLD);
+        }
+    }
+}
+
+control LinkemuDeparser(packet_out pkt, in headers_t hdr) {
+    apply {
+        pkt.emit(hdr.ethernet);
+    }
+}
+
+V1Switch(LinkemuParser(), NoChecksum(), LinkemuIngress(), LinkemuEgress(),
+         NoChecksum(), LinkemuDeparser()) main;

@@ -1,0 +1,116 @@
+"""Base class of linkemu's PTF tests.
+
+The harness (ptf_tests/harness.py) starts simple_switch_grpc with port 1 on the
+fixed side and ports 2 and 3 on the mobile side, installs the program, and
+passes the P4Runtime address as the test parameter 'grpc'. Every test starts
+from the ideal-wire profile and gets it back in tearDown, whatever it pushed.
+"""
+
+import struct
+import time
+
+import ptf
+from ptf.base_tests import BaseTest
+from ptf import testutils
+from scapy.layers.inet import IP, UDP
+from scapy.layers.l2 import Ether
+
+from linkemu import dataplane
+from linkemu.p4runtime import Switch
+from linkemu.profile import parse_profile
+
+FIXED_PORT = 1
+MOBILE_PORTS = (2, 3)
+# Port -> MAC of the host behind it (the harness installs the same layout).
+HOST_MACS = {1: "00:00:00:00:00:01", 2: "00:00:00:00:00:02", 3: "00:00:00:00:00:03"}
+HOST_IPS = {1: "10.0.0.1", 2: "10.0.0.2", 3: "10.0.0.3"}
+ETH_HEADER = 14
+IDEAL = {"downlink": {"rate": "unlimited"}, "uplink": {"rate": "unlimited"}}
+
+
+def layout():
+    return dataplane.PortLayout(
+        fixed=(dataplane.Port(FIXED_PORT, HOST_MACS[FIXED_PORT]),),
+        mobile=tuple(dataplane.Port(p, HOST_MACS[p]) for p in MOBILE_PORTS))
+
+
+def profile(**directions):
+    """A profile from direction dicts, e.g. profile(downlink={"rate": "1Mbit"})."""
+    data = {"downlink": {"rate": "unlimited"}, "uplink": {"rate": "unlimited"}}
+    data.update(directions)
+    return parse_profile(data, source="test profile")
+
+
+def udp_frame(src_port, dst_port, seq, length=100):
+    """A UDP frame of `length` bytes whose payload starts with `seq`."""
+    frame = (Ether(src=HOST_MACS[src_port], dst=HOST_MACS[dst_port]) /
+             IP(src=HOST_IPS[src_port], dst=HOST_IPS[dst_port], ttl=64) /
+             UDP(sport=40000, dport=9))
+    pad = length - len(frame) - 4
+    if pad < 0:
+        raise ValueError(f"a UDP frame needs at least {len(frame) + 4} bytes")
+    return frame / struct.pack("!I", seq) / (b"\x00" * pad)
+
+
+def frame_seq(data):
+    """The sequence number udp_frame put in a received frame."""
+    return struct.unpack("!I", bytes(data)[42:46])[0]
+
+
+class LinkemuTest(BaseTest):
+    """Connects to the switch; restores the ideal profile after each test."""
+
+    def setUp(self):
+        super().setUp()
+        self.dataplane = ptf.dataplane_instance
+        self.switch = Switch(testutils.test_param_get("grpc"))
+        self.switch.connect()
+        self.switch.load_p4info()
+        self.push(IDEAL)
+        self.drain()
+
+    def tearDown(self):
+        try:
+            self.push(IDEAL)
+            self.drain()
+        finally:
+            self.switch.close()
+            super().tearDown()
+
+    def push(self, directions):
+        dataplane.push_profile(self.switch, profile(**directions))
+
+    def counters(self):
+        return dataplane.read_counters(self.switch)
+
+    def drain(self, quiet=0.3):
+        """Discards packets until the ports stay quiet for `quiet` seconds."""
+        while self.dataplane.poll(timeout=quiet).packet is not None:
+            pass
+        self.dataplane.flush()
+
+    def send(self, port, frame):
+        sent = time.time()
+        testutils.send_packet(self, port, frame)
+        return sent
+
+    def receive(self, port, count, timeout):
+        """Up to `count` frames from `port` as (arrival time, bytes); waits at
+        most `timeout` seconds in all."""
+        deadline = time.time() + timeout
+        received = []
+        while len(received) < count:
+            left = deadline - time.time()
+            if left <= 0:
+                break
+            result = self.dataplane.poll(port_number=port, timeout=left)
+            if result.packet is None:
+                break
+            received.append((result.time, bytes(result.packet)))
+        return received
+
+    def assert_quiet(self, timeout):
+        """No frame at all on any port for `timeout` seconds."""
+        result = self.dataplane.poll(timeout=timeout)
+        self.assertIsNone(result.packet,
+                          f"unexpected frame on port {result.port}: {result.packet!r}")

@@ -1,0 +1,69 @@
+"""Real Linux TCP through the emulated link, in Mininet."""
+
+import json
+import os
+import re
+import time
+from pathlib import Path
+
+import pytest
+
+from linkemu.bmv2 import free_tcp_port, missing_tools
+from linkemu.profile import load_profile
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def why_not():
+    missing = missing_tools("simple_switch_grpc", "iperf3", "ping", "ethtool")
+    if missing:
+        return f"missing {', '.join(missing)}"
+    if os.geteuid() != 0:
+        return "Mininet needs root"
+    if not (ROOT / "build" / "linkemu.json").exists():
+        return "build/linkemu.json is missing (needs p4c)"
+    try:
+        import mininet.net  # noqa: F401
+    except ImportError:
+        return "Mininet is not installed"
+    return None
+
+
+pytestmark = pytest.mark.skipif(why_not() is not None, reason=str(why_not()))
+
+
+@pytest.fixture(scope="module")
+def link_1mbit_50ms():
+    from emunet import emulated_link
+    profile = load_profile(ROOT / "profiles" / "1mbit-50ms.yaml")
+    with emulated_link(profile, grpc_port=free_tcp_port()) as net:
+        yield net
+
+
+def test_ping_rtt_is_twice_the_delay_plus_serialization(link_1mbit_50ms):
+    h1, h2 = link_1mbit_50ms.get("h1", "h2")
+    output = h1.cmd("ping -n -c 30 -i 0.2 -s 56", h2.IP())
+    rtts = [float(x) for x in re.findall(r"time=([0-9.]+) ms", output)]
+    assert len(rtts) >= 29, output  # the first may wait for ARP
+    # 84-byte IP packets: 0.672 ms of serialization each way at 1 Mbit/s.
+    expected = 2 * 50 + 2 * 84 * 8 / 1e6 * 1e3
+    steady = sorted(rtts[1:])
+    median = steady[len(steady) // 2]
+    assert min(steady) >= expected - 0.3
+    assert abs(median - expected) <= 2.0, f"RTTs {rtts}, expected {expected:.3f} ms"
+
+
+def test_iperf3_goodput_is_90_to_97_percent_of_the_rate(link_1mbit_50ms):
+    h1, h2 = link_1mbit_50ms.get("h1", "h2")
+    server = h2.popen(["iperf3", "-s", "-1", "-B", h2.IP()])
+    try:
+        deadline = time.monotonic() + 5
+        while ":5201" not in h2.cmd("ss -ltn") and time.monotonic() < deadline:
+            time.sleep(0.1)
+        output = h1.cmd("iperf3 -c", h2.IP(), "-t 20 -O 3 -J")
+    finally:
+        server.terminate()
+        server.wait()
+    report = json.loads(output)
+    goodput = report["end"]["sum_received"]["bits_per_second"]
+    assert 0.90e6 <= goodput <= 0.97e6, f"goodput {goodput / 1e3:.1f} kbit/s"
