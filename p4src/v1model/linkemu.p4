@@ -63,29 +63,29 @@ control LinkemuIngress(inout headers_t hdr, inout metadata_t meta,
     Release() release;
 
     apply {
-        bit<32> dir = (bit<32>) meta.link.dir;
-        time_us_t now;
-        if (std.instance_type == INSTANCE_TYPE_RECIRC) {
-            now = meta.link.now_us;
-            dir = (bit<32>) meta.link.dir;
-            link_params.apply(meta.link);
-        } else {
+        bool fresh = std.instance_type != INSTANCE_TYPE_RECIRC;
+        if (fresh) {
             bool known;
             port_map.apply(std.ingress_port, hdr, meta.link, known);
-            dir = (bit<32>) meta.link.dir;
             if (!known) {
                 mark_to_drop(std);
                 return;
             }
-            if (!hdr.ethernet.isValid()) {
-                drop_malformed.count(dir);
-                mark_to_drop(std);
-                return;
-            }
+        }
+        bit<32> dir = (bit<32>) meta.link.dir;
+        if (fresh && !hdr.ethernet.isValid()) {
+            drop_malformed.count(dir);
+            mark_to_drop(std);
+            return;
+        }
+        link_params.apply(meta.link);
+
+        // "Now": arrival for a new packet, the last egress pass for a held one
+        // (a recirculated packet keeps a stale ingress timestamp).
+        time_us_t now = meta.link.now_us;
+        if (fresh) {
             now = std.ingress_global_timestamp;
             link_in.count(dir);
-            link_params.apply(meta.link);
-
             time_q_t free;
             bit<32> waiting;
             time_q_t new_free;
