@@ -1,5 +1,6 @@
 """BMv2 simple_switch_grpc as a Mininet switch."""
 
+from mininet.log import info
 from mininet.node import Switch
 
 from linkemu.bmv2 import SimpleSwitchGrpc
@@ -27,6 +28,8 @@ class LinkemuSwitch(Switch):
         self.bmv2 = SimpleSwitchGrpc(self.ports_by_number(), grpc_port=self.grpc_port,
                                      log_path=f"/tmp/linkemu-{self.name}.log")
         self.bmv2.start()
+        info(f"*** {self.name}: simple_switch_grpc pid {self.bmv2.pid} on "
+             f"{self.bmv2.grpc_address}\n")
 
     def stop(self, deleteIntfs=True):
         if self.bmv2 is not None:

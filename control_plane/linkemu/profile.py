@@ -10,6 +10,7 @@ from pathlib import Path
 
 import yaml
 
+from .link_states import Duration, LinkState, StateChain
 from .units import UnitError, format_rate, format_time_us, parse_rate, parse_time_us
 
 MIN_RATE_BPS = 1e3
@@ -17,6 +18,29 @@ MAX_RATE_BPS = 10e9
 MAX_DELAY_US = 60 * 10**6
 DEFAULT_QUEUE_PACKETS = 1000  # Linux's default txqueuelen
 DIRECTIONS = ("downlink", "uplink")
+PROBABILITY_TOLERANCE = 1e-6
+
+
+@dataclass(frozen=True)
+class Arq:
+    """Link-layer retransmission: an errored frame is delayed by `delay_us`
+    and drawn again, at most `max_retransmissions` times."""
+
+    delay_us: int
+    max_retransmissions: int
+    in_order: bool = True
+
+
+@dataclass(frozen=True)
+class LossModel:
+    """Per-packet loss independent of the link states, as NetEm's: Bernoulli
+    (p only) or Gilbert-Elliott with NetEm's p, r, 1-h (bad_loss) and 1-k
+    (good_loss)."""
+
+    p: float
+    r: float = 1.0
+    bad_loss: float = 1.0
+    good_loss: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -27,11 +51,20 @@ class Direction:
     delay_us: int
     queue_packets: int
     overhead_bytes: int
+    arq: Arq | None = None
+    loss: LossModel | None = None
 
     def describe(self):
         rate = "unlimited" if self.rate_bps is None else format_rate(self.rate_bps)
-        return (f"rate {rate}, delay {format_time_us(self.delay_us)}, "
+        text = (f"rate {rate}, delay {format_time_us(self.delay_us)}, "
                 f"queue {self.queue_packets} packets, overhead {self.overhead_bytes} B")
+        if self.arq:
+            text += (f", ARQ {self.arq.max_retransmissions} x "
+                     f"{format_time_us(self.arq.delay_us)}"
+                     f"{'' if self.arq.in_order else ' (no in-order release)'}")
+        if self.loss:
+            text += f", loss model {self.loss}"
+        return text
 
 
 @dataclass(frozen=True)
@@ -41,6 +74,7 @@ class Profile:
     mtu: int
     downlink: Direction
     uplink: Direction
+    states: StateChain | None = None
 
     def directions(self):
         return {"downlink": self.downlink, "uplink": self.uplink}
@@ -73,7 +107,7 @@ class _Section:
 
     def field(self, key, convert, default=None, required=False):
         self.known.add(key)
-        path = f"{self.path}.{key}" if self.path else key
+        path = self.sub_path(key)
         if key not in self.data:
             if required:
                 self.problems.append(f"{path}: missing; this field is required")
@@ -85,17 +119,22 @@ class _Section:
             self.problem(path, value, str(err))
             return default
 
-    def section(self, key):
+    def sub_path(self, key):
+        return f"{self.path}.{key}" if self.path else str(key)
+
+    def section(self, key, required=True):
+        """The sub-mapping `key`; None when it is optional and absent."""
         self.known.add(key)
-        path = f"{self.path}.{key}" if self.path else key
         if key not in self.data:
-            self.problems.append(f"{path}: missing; this section is required")
-        return _Section(self.data.get(key, {}), path, self.problems)
+            if not required:
+                return None
+            self.problems.append(f"{self.sub_path(key)}: missing; this section is required")
+        return _Section(self.data.get(key, {}), self.sub_path(key), self.problems)
 
     def reject_unknown(self):
         for key in self.data:
             if key not in self.known:
-                path = f"{self.path}.{key}" if self.path else str(key)
+                path = self.sub_path(key)
                 allowed = ", ".join(sorted(self.known))
                 self.problem(path, self.data[key], f"unknown field; allowed: {allowed}")
 
@@ -127,10 +166,69 @@ def _delay(value):
     return us
 
 
+def _positive_time(value):
+    us = parse_time_us(value)
+    if us <= 0:
+        raise ValueError("must be longer than 0s")
+    return us
+
+
+def _probability(value):
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ValueError("expected a probability, a number in [0, 1]")
+    if not 0 <= value <= 1:
+        raise ValueError("out of range; a probability is in [0, 1]")
+    return float(value)
+
+
+def _bool(value):
+    if not isinstance(value, bool):
+        raise ValueError("expected true or false")
+    return value
+
+
 def _text(value):
     if not isinstance(value, str):
         raise ValueError("expected text")
     return value
+
+
+def _arq(section):
+    if section is None:
+        return None
+    arq = Arq(delay_us=section.field("delay", _positive_time, default=0, required=True),
+              max_retransmissions=section.field("max_retransmissions",
+                                                _int_in(0, 15, "retransmissions"),
+                                                default=0, required=True),
+              in_order=section.field("in_order", _bool, default=True))
+    section.reject_unknown()
+    return arq
+
+
+LOSS_MODELS = ("bernoulli", "gilbert-elliott")
+
+
+def _loss(section):
+    if section is None:
+        return None
+    model = section.field("model", _choice(LOSS_MODELS), required=True)
+    p = section.field("p", _probability, default=0.0, required=True)
+    if model == "gilbert-elliott":
+        loss = LossModel(p=p, r=section.field("r", _probability, default=1.0, required=True),
+                         bad_loss=section.field("bad_loss", _probability, default=1.0),
+                         good_loss=section.field("good_loss", _probability, default=0.0))
+    else:
+        loss = LossModel(p=p)
+    section.reject_unknown()
+    return loss
+
+
+def _choice(allowed):
+    def convert(value):
+        if value not in allowed:
+            raise ValueError(f"expected one of {', '.join(allowed)}")
+        return value
+    return convert
 
 
 def _direction(section):
@@ -140,9 +238,91 @@ def _direction(section):
         queue_packets=section.field("queue", _int_in(1, 100000, "packets"),
                                     default=DEFAULT_QUEUE_PACKETS),
         overhead_bytes=section.field("overhead", _int_in(0, 1000, "bytes"), default=0),
+        arq=_arq(section.section("arq", required=False)),
+        loss=_loss(section.section("loss", required=False)),
     )
     section.reject_unknown()
     return direction
+
+
+DISTRIBUTIONS = ("static", "exponential", "uniform")
+
+
+def _duration(section):
+    kind = section.field("distribution", _choice(DISTRIBUTIONS), required=True)
+    if kind == "static":
+        duration = Duration("static", value_us=section.field("value", _positive_time,
+                                                             default=1, required=True))
+    elif kind in DISTRIBUTIONS:
+        low = section.field("min", _delay, default=0, required=kind == "uniform")
+        high = section.field("max", _positive_time, default=MAX_DELAY_US * 1000,
+                             required=kind == "uniform")
+        mean = (section.field("mean", _positive_time, default=1, required=True)
+                if kind == "exponential" else 0)
+        if low >= high:
+            section.problems.append(f"{section.path}: min {format_time_us(low)} must be "
+                                    f"less than max {format_time_us(high)}")
+        elif kind == "exponential" and mean > high:
+            section.problems.append(f"{section.path}: mean {format_time_us(mean)} must not "
+                                    f"exceed max {format_time_us(high)}")
+        duration = Duration(kind, mean_us=mean, min_us=low, max_us=high)
+    else:
+        duration = None
+    section.reject_unknown()
+    return duration
+
+
+def _vector(section, state_names):
+    """A probability vector over state names, summing to 1."""
+    vector = {}
+    for name in section.data:
+        section.known.add(name)
+        if name not in state_names:
+            section.problem(section.sub_path(name), section.data[name],
+                            f"unknown state; the states are {', '.join(state_names)}")
+            continue
+        vector[name] = section.field(name, _probability, default=0.0)
+    total = sum(vector.values())
+    if section.data and abs(total - 1) > PROBABILITY_TOLERANCE:
+        section.problems.append(f"{section.path}: probabilities sum to {total:g}; "
+                                "they must sum to 1")
+    if not section.data:
+        section.problems.append(f"{section.path}: empty; name at least one state")
+    return vector
+
+
+def _error(section, key):
+    """One probability for both directions, or one per direction."""
+    value = section.data.get(key)
+    if isinstance(value, dict):
+        per_direction = section.section(key)
+        errors = {d: per_direction.field(d, _probability, default=0.0, required=True)
+                  for d in DIRECTIONS}
+        per_direction.reject_unknown()
+        return errors
+    both = section.field(key, _probability, default=0.0, required=True)
+    return {d: both for d in DIRECTIONS}
+
+
+def _states(section):
+    if section is None:
+        return None
+    states_section = section.section("states")
+    names = list(states_section.data)
+    states = {}
+    for name in names:
+        state = states_section.section(name)
+        error = _error(state, "error")
+        duration = _duration(state.section("duration"))
+        next_states = _vector(state.section("next"), names)
+        state.reject_unknown()
+        states[name] = LinkState(name, error, duration, next_states)
+    if not names:
+        states_section.problems.append(f"{states_section.path}: define at least one state")
+    start = _vector(section.section("start"), names)
+    seed = section.field("seed", _int_in(0, 2**63 - 1, "(seed)"))
+    section.reject_unknown()
+    return StateChain(start=start, states=states, seed=seed)
 
 
 def parse_profile(data, source="profile", default_name="profile"):
@@ -153,10 +333,11 @@ def parse_profile(data, source="profile", default_name="profile"):
     description = top.field("description", _text, default="")
     mtu = top.field("mtu", _int_in(68, 9000, "bytes"), default=1500)
     directions = {d: _direction(top.section(d)) for d in DIRECTIONS}
+    states = _states(top.section("link_states", required=False))
     top.reject_unknown()
     if problems:
         raise ProfileError(source, problems)
-    return Profile(name=name, description=description, mtu=mtu, **directions)
+    return Profile(name=name, description=description, mtu=mtu, states=states, **directions)
 
 
 def load_profile(path):

@@ -1,0 +1,140 @@
+"""The Markov chain of link states, walked in time (spec: link-model.md, section 3).
+
+Each state has a per-packet error probability per direction, a duration
+distribution and next-state probabilities; a start vector picks the first
+state. Both directions share one timeline. A seed makes the walk repeatable,
+and a recorded timeline can be replayed instead of drawn.
+"""
+
+import csv
+import math
+import random
+from dataclasses import dataclass
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class Duration:
+    """How long a state lasts, in microseconds.
+
+    static: always `value_us`. uniform: on [min_us, max_us]. exponential: of
+    mean `mean_us`, truncated to [min_us, max_us] by drawing again until the
+    value falls inside (the distribution conditioned on the interval).
+    """
+
+    distribution: str
+    value_us: int = 0
+    mean_us: int = 0
+    min_us: int = 0
+    max_us: int = 0
+
+    def draw(self, rng):
+        if self.distribution == "static":
+            return self.value_us
+        if self.distribution == "uniform":
+            return round(rng.uniform(self.min_us, self.max_us))
+        while True:
+            value = rng.expovariate(1 / self.mean_us)
+            if self.min_us <= value <= self.max_us:
+                return round(value)
+
+    def cdf(self, us):
+        """P(duration <= us), for goodness-of-fit checks."""
+        if self.distribution == "static":
+            return float(us >= self.value_us)
+        low, high = self.min_us, self.max_us
+        if us <= low:
+            return 0.0
+        if us >= high:
+            return 1.0
+        if self.distribution == "uniform":
+            return (us - low) / (high - low)
+        rate = 1 / self.mean_us
+        inside = math.exp(-rate * low) - math.exp(-rate * high)
+        return (math.exp(-rate * low) - math.exp(-rate * us)) / inside
+
+
+@dataclass(frozen=True)
+class LinkState:
+    name: str
+    error: dict        # direction name -> per-packet error probability
+    duration: Duration
+    next: dict         # state name -> probability
+
+
+@dataclass(frozen=True)
+class StateChain:
+    start: dict        # state name -> probability
+    states: dict       # state name -> LinkState
+    seed: int | None = None
+
+
+@dataclass(frozen=True)
+class Segment:
+    """One stay in a state, in microseconds from the start of the run."""
+
+    state: str
+    start_us: int
+    end_us: int
+
+
+def _pick(rng, probabilities):
+    names = list(probabilities)
+    return rng.choices(names, weights=[probabilities[n] for n in names])[0]
+
+
+def walk(chain, seed=None):
+    """An endless iterator of Segments, repeatable for a given seed."""
+    rng = random.Random(chain.seed if seed is None else seed)
+    state = _pick(rng, chain.start)
+    now = 0
+    while True:
+        length = chain.states[state].duration.draw(rng)
+        yield Segment(state, now, now + length)
+        now += length
+        state = _pick(rng, chain.states[state].next)
+
+
+TIMELINE_FIELDS = ("state", "start_s", "end_s")
+
+
+def write_timeline(segments, path):
+    with open(path, "w", newline="") as f:
+        writer = csv.writer(f)
+        writer.writerow(TIMELINE_FIELDS)
+        for s in segments:
+            writer.writerow((s.state, f"{s.start_us / 1e6:.6f}", f"{s.end_us / 1e6:.6f}"))
+
+
+class TimelineError(ValueError):
+    pass
+
+
+def read_timeline(path, chain):
+    """Segments of a recorded timeline, checked against the chain's states."""
+    path = Path(path)
+    try:
+        with open(path, newline="") as f:
+            rows = list(csv.DictReader(f))
+    except OSError as err:
+        raise TimelineError(f"{path}: cannot read: {err.strerror}") from err
+    segments = []
+    previous_end = 0
+    for line, row in enumerate(rows, start=2):
+        try:
+            segment = Segment(row["state"], round(float(row["start_s"]) * 1e6),
+                              round(float(row["end_s"]) * 1e6))
+        except (KeyError, TypeError, ValueError):
+            raise TimelineError(f"{path}:{line}: expected columns "
+                                f"{', '.join(TIMELINE_FIELDS)}: {row}") from None
+        if segment.state not in chain.states:
+            raise TimelineError(f"{path}:{line}: unknown state {segment.state!r}; the profile "
+                                f"has {', '.join(chain.states)}")
+        if segment.start_us != previous_end or segment.end_us <= segment.start_us:
+            raise TimelineError(f"{path}:{line}: segments must follow each other without "
+                                f"gaps and last more than 0 s")
+        previous_end = segment.end_us
+        segments.append(segment)
+    if not segments:
+        raise TimelineError(f"{path}: no segments")
+    return segments

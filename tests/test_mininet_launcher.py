@@ -1,0 +1,78 @@
+"""mininet/run.py: a script runs non-interactively, and teardown removes
+exactly what the launcher made, on normal exit and on Ctrl-C."""
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from linkemu.bmv2 import free_tcp_port, missing_tools
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def why_not():
+    missing = missing_tools("simple_switch_grpc", "ethtool", "ping")
+    if missing:
+        return f"missing {', '.join(missing)}"
+    if os.geteuid() != 0:
+        return "Mininet needs root"
+    if not (ROOT / "build" / "linkemu.json").exists():
+        return "build/linkemu.json is missing (needs p4c)"
+    return None
+
+
+pytestmark = pytest.mark.skipif(why_not() is not None, reason=str(why_not()))
+
+
+def launch(script, tmp_path, grpc_port):
+    path = tmp_path / "commands"
+    path.write_text(script)
+    return subprocess.Popen(
+        [sys.executable, str(ROOT / "mininet" / "run.py"), "--profile",
+         str(ROOT / "profiles" / "gprs-optimal.yaml"), "--script", str(path),
+         "--grpc-port", str(grpc_port)],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+
+def assert_torn_down(output):
+    pid = int(re.search(r"simple_switch_grpc pid (\d+)", output).group(1))
+    assert not Path(f"/proc/{pid}").exists(), "the switch process survived"
+    links = subprocess.run(["ip", "-o", "link"], capture_output=True, text=True).stdout
+    assert "s1-eth" not in links, "switch interfaces survived"
+
+
+def test_script_runs_and_everything_is_removed(tmp_path):
+    run = launch("h1 ping -c 3 h2\n", tmp_path, free_tcp_port())
+    output, _ = run.communicate(timeout=120)
+    assert run.returncode == 0, output
+    assert "3 received" in output, output
+    assert_torn_down(output)
+
+
+def test_ctrl_c_tears_down(tmp_path):
+    run = launch("h1 sleep 60\n", tmp_path, free_tcp_port())
+    deadline = time.monotonic() + 60
+    output = ""
+    while "Starting CLI" not in output and time.monotonic() < deadline:
+        output += run.stdout.readline()
+    time.sleep(1)
+    run.send_signal(signal.SIGINT)
+    rest, _ = run.communicate(timeout=60)
+    assert_torn_down(output + rest)
+
+
+def test_bad_profile_starts_nothing(tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("downlink: {rate: 64kbps}\nuplink: {}\n")
+    run = subprocess.run([sys.executable, str(ROOT / "mininet" / "run.py"),
+                          "--profile", str(bad)], capture_output=True, text=True, timeout=60)
+    assert run.returncode == 1
+    assert "downlink.rate: '64kbps'" in run.stderr
+    assert "s1-eth" not in subprocess.run(["ip", "-o", "link"], capture_output=True,
+                                          text=True).stdout
