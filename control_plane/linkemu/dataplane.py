@@ -12,17 +12,24 @@ DIRECTION_IDS = {"downlink": 0, "uplink": 1}
 TIME_FRAC_BITS = 20           # p4src/include/defines.p4
 HOLD_PORTS = range(480, 496)  # p4src/v1model/linkemu.p4: never attach these
 FLOOD_GROUPS = {"downlink": 1, "uplink": 2}
-# A packet waits at most this long past its due instant for a predecessor
-# that vanished from the hold loop (it can only vanish on a pipeline change).
-STALL_US = 1_000_000
+# With in-order release, a packet waits past its due instant for earlier
+# packets at most the longest ARQ hold plus this margin; only a predecessor
+# that vanished from the hold loop (a pipeline change) takes that long.
+STALL_MARGIN_US = 1_000_000
+PROBABILITY_ONE = 1 << 16   # probabilities are thresholds on a 16-bit random
 
 # Counter (its P4Info alias) -> what it counts, per direction.
 COUNTERS = {
     "link_in": "packets entering the link",
     "link_out": "packets delivered at the far end",
     "drop_queue": "dropped: router queue full",
+    "drop_link_error": "dropped: link error (after ARQ, if any)",
+    "drop_loss_model": "dropped: Bernoulli / Gilbert-Elliott loss model",
     "drop_malformed": "dropped: not an Ethernet frame",
-    "release_stalls": "released out of order after a lost predecessor",
+    "retransmissions": "ARQ retransmission attempts",
+    "arq_delayed": "packets delayed by ARQ",
+    "held_behind": "packets held behind a retransmission (in-order release)",
+    "release_skips": "packets released before an earlier one of their direction",
 }
 
 
@@ -33,11 +40,32 @@ def byte_cost_q(rate_bps):
     return round(8e6 / rate_bps * (1 << TIME_FRAC_BITS))
 
 
+def threshold(probability):
+    """A probability as a threshold on the data plane's 16-bit random numbers."""
+    return round(probability * PROBABILITY_ONE)
+
+
+def stall_us(direction):
+    """How long a due packet waits for earlier ones; 0 turns in-order off."""
+    arq = direction.arq
+    if arq is None:
+        return STALL_MARGIN_US
+    if not arq.in_order:
+        return 0
+    return arq.max_retransmissions * arq.delay_us + STALL_MARGIN_US
+
+
+LINK_PARAMS = "LinkemuIngress.link_params.link_params"
+LINK_STATE = "LinkemuIngress.link_errors.link_state"
+LOSS_MODEL = "LinkemuIngress.loss_model.loss_model"
+
+
 def link_params_entries(profile):
     entries = []
     for name, direction in profile.directions().items():
+        arq = direction.arq
         entries.append(TableEntry(
-            table="LinkemuIngress.link_params.link_params",
+            table=LINK_PARAMS,
             match={"m.dir": DIRECTION_IDS[name]},
             action="LinkemuIngress.link_params.set_params",
             params={
@@ -45,9 +73,42 @@ def link_params_entries(profile):
                 "overhead_bytes": direction.overhead_bytes,
                 "delay_us": direction.delay_us,
                 "queue_limit": direction.queue_packets,
-                "stall_us": STALL_US,
+                "stall_us": stall_us(direction),
+                "retx_delay_us": arq.delay_us if arq else 0,
+                "max_retx": arq.max_retransmissions if arq else 0,
             }))
     return entries
+
+
+def link_state_entries(errors):
+    """Entries for per-direction error probabilities {direction: p}."""
+    return [TableEntry(LINK_STATE, {"m.dir": DIRECTION_IDS[name]},
+                       "LinkemuIngress.link_errors.set_error",
+                       {"threshold": threshold(p)})
+            for name, p in errors.items()]
+
+
+def loss_model_entries(profile):
+    entries = []
+    for name, direction in profile.directions().items():
+        loss = direction.loss
+        if loss is None:
+            continue
+        dir_id = DIRECTION_IDS[name]
+        entries.append(TableEntry(LOSS_MODEL, {"m.dir": dir_id, "bad": 0},
+                                  "LinkemuIngress.loss_model.set_good",
+                                  {"to_bad": threshold(loss.to_bad),
+                                   "loss": threshold(loss.good_loss)}))
+        entries.append(TableEntry(LOSS_MODEL, {"m.dir": dir_id, "bad": 1},
+                                  "LinkemuIngress.loss_model.set_bad",
+                                  {"to_good": threshold(loss.to_good),
+                                   "loss": threshold(loss.bad_loss)}))
+    return entries
+
+
+def write_link_state(switch, state):
+    """Applies a link state's error probabilities (entries exist since install)."""
+    switch.modify(link_state_entries(state.error))
 
 
 @dataclass(frozen=True)
@@ -137,15 +198,24 @@ def install(switch, p4info_path, bmv2_json_path, layout, profile):
     """Loads the program, then the port layout, then the profile."""
     switch.set_pipeline(p4info_path, bmv2_json_path)
     switch.write_multicast_groups(layout.multicast_groups())
-    switch.write_table(layout.table_entries())
+    entries = layout.table_entries()
+    for table in {e.table for e in entries}:
+        switch.sync_table(table, [e for e in entries if e.table == table])
+    switch.sync_table(LINK_STATE, link_state_entries({d: 0.0 for d in DIRECTION_IDS}))
     push_profile(switch, profile)
 
 
 def push_profile(switch, profile):
-    """Changes the link live; packets already held keep their release times."""
+    """Changes the link live; packets already held keep their release times.
+
+    A profile without link states makes the link error-free; with states, the
+    error probabilities are left to the StateDriver walking its timeline."""
     if switch.p4info is None:
         switch.load_p4info()
-    switch.write_table(link_params_entries(profile))
+    switch.sync_table(LINK_PARAMS, link_params_entries(profile))
+    switch.sync_table(LOSS_MODEL, loss_model_entries(profile))
+    if profile.states is None:
+        switch.modify(link_state_entries({d: 0.0 for d in DIRECTION_IDS}))
 
 
 def read_counters(switch):

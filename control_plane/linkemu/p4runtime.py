@@ -252,22 +252,32 @@ class Switch:
         except grpc.RpcError as err:
             raise P4RuntimeError(_describe_rpc_error(err)) from None
 
-    def write_table(self, entries):
-        """Inserts the entries, or modifies those whose key is already installed."""
-        installed = {}
-        for table in {e.table for e in entries}:
-            query = p4runtime_pb2.Entity()
-            query.table_entry.table_id = self.p4info.table(table).preamble.id
-            for found in self.read(query):
-                key = _entry_key(found.table_entry)
-                installed[key] = found.table_entry
+    def sync_table(self, table, entries):
+        """Makes `table` hold exactly `entries`: inserts, modifies and deletes
+        in one batch."""
+        query = p4runtime_pb2.Entity()
+        query.table_entry.table_id = self.p4info.table(table).preamble.id
+        installed = {_entry_key(found.table_entry): found.table_entry
+                     for found in self.read(query)}
         updates = []
         for entry in entries:
+            if entry.table != table:
+                raise P4RuntimeError(f"entry for {entry.table!r} given to sync {table!r}")
             message = self.p4info.table_entry(entry)
-            kind = (p4runtime_pb2.Update.MODIFY if _entry_key(message) in installed
-                    else p4runtime_pb2.Update.INSERT)
+            key = _entry_key(message)
+            kind = p4runtime_pb2.Update.MODIFY if key in installed else p4runtime_pb2.Update.INSERT
+            installed.pop(key, None)
             updates.append((kind, p4runtime_pb2.Entity(table_entry=message)))
+        for stale in installed.values():
+            stale.ClearField("action")
+            updates.append((p4runtime_pb2.Update.DELETE, p4runtime_pb2.Entity(table_entry=stale)))
         self.write(updates)
+
+    def modify(self, entries):
+        """Changes the actions of installed entries, without reading first."""
+        self.write([(p4runtime_pb2.Update.MODIFY,
+                     p4runtime_pb2.Entity(table_entry=self.p4info.table_entry(e)))
+                    for e in entries])
 
     def write_multicast_groups(self, groups):
         """Creates or replaces multicast groups."""

@@ -33,14 +33,17 @@ class Arq:
 
 @dataclass(frozen=True)
 class LossModel:
-    """Per-packet loss independent of the link states, as NetEm's: Bernoulli
-    (p only) or Gilbert-Elliott with NetEm's p, r, 1-h (bad_loss) and 1-k
-    (good_loss)."""
+    """Per-packet loss independent of the link states, as NetEm's.
 
-    p: float
-    r: float = 1.0
-    bad_loss: float = 1.0
-    good_loss: float = 0.0
+    Gilbert-Elliott with NetEm's parameters: p = to_bad, r = to_good,
+    1-h = bad_loss, 1-k = good_loss. Bernoulli with probability p is its
+    one-state case: to_bad 0, loss p in both states."""
+
+    model: str
+    to_bad: float
+    to_good: float
+    bad_loss: float
+    good_loss: float
 
 
 @dataclass(frozen=True)
@@ -214,11 +217,12 @@ def _loss(section):
     model = section.field("model", _choice(LOSS_MODELS), required=True)
     p = section.field("p", _probability, default=0.0, required=True)
     if model == "gilbert-elliott":
-        loss = LossModel(p=p, r=section.field("r", _probability, default=1.0, required=True),
+        loss = LossModel(model, to_bad=p,
+                         to_good=section.field("r", _probability, default=1.0, required=True),
                          bad_loss=section.field("bad_loss", _probability, default=1.0),
                          good_loss=section.field("good_loss", _probability, default=0.0))
     else:
-        loss = LossModel(p=p)
+        loss = LossModel(model, to_bad=0.0, to_good=1.0, bad_loss=p, good_loss=p)
     section.reject_unknown()
     return loss
 

@@ -19,8 +19,15 @@ struct link_params_t {
     bit<32>   overhead_bytes;  // per-packet link overhead added to the L3 length
     time_us_t delay_us;        // propagation delay after serialization
     bit<32>   queue_limit;     // router queue, packets waiting for the link
-    time_us_t stall_us;        // give up waiting for a lost predecessor after this
+    time_us_t stall_us;        // give up waiting for a predecessor after this
+    time_us_t retx_delay_us;   // ARQ: an errored frame is drawn again this much later
+    bit<8>    max_retx;        // ARQ: retransmissions before the frame is lost
 }
+
+// Outcome of one error draw on the link.
+const bit<2> DRAW_THROUGH = 0;
+const bit<2> DRAW_RETRANSMIT = 1;
+const bit<2> DRAW_LOST = 2;
 
 // What the link model decided about a packet; the per-packet fields ride with
 // the packet through every recirculation (field list 1).
@@ -33,6 +40,11 @@ struct link_meta_t {
     @field_list(1) bit<1>      queued;      // still counted in the router queue
     @field_list(1) bit<9>      out_port;    // unicast destination, 0 = flood
     @field_list(1) bit<16>     flood_grp;   // multicast group of the far side
+    @field_list(1) time_us_t   attempt_us;  // next error draw: serialization end, + ARQ
+    @field_list(1) bit<8>      retx;        // retransmissions so far
+    @field_list(1) bit<1>      link_done;   // no more error draws: through, or lost
+    @field_list(1) bit<1>      lost;        // failed every attempt; dropped in its turn
+    @field_list(1) bit<1>      hol;         // counted as held behind a retransmission
     bit<1>        admitted;
     bit<1>        released;
     link_params_t params;

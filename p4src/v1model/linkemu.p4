@@ -18,6 +18,8 @@
 #include "../include/control/link_clock.p4"
 #include "../include/control/router_queue.p4"
 #include "../include/control/release.p4"
+#include "../include/control/link_errors.p4"
+#include "../include/control/loss_model.p4"
 
 const bit<32> INSTANCE_TYPE_RECIRC = 4;
 const bit<9>  HOLD_PORT_BASE = 480;   // 480..495, never attached to interfaces
@@ -50,17 +52,26 @@ control LinkemuIngress(inout headers_t hdr, inout metadata_t meta,
     register<bit<32>>(NUM_DIRECTIONS) queue_pkts;
     register<seq_t>(NUM_DIRECTIONS) next_seq;
     register<seq_t>(NUM_DIRECTIONS) next_release;
+    register<time_us_t>(NUM_DIRECTIONS) retx_busy_until;  // last ARQ due so far
+    register<bit<1>>(NUM_DIRECTIONS) loss_bad;            // Gilbert-Elliott state
 
     counter(NUM_DIRECTIONS, CounterType.packets_and_bytes) link_in;
     counter(NUM_DIRECTIONS, CounterType.packets_and_bytes) drop_queue;
+    counter(NUM_DIRECTIONS, CounterType.packets_and_bytes) drop_link_error;
+    counter(NUM_DIRECTIONS, CounterType.packets_and_bytes) drop_loss_model;
     counter(NUM_DIRECTIONS, CounterType.packets) drop_malformed;
-    counter(NUM_DIRECTIONS, CounterType.packets) release_stalls;
+    counter(NUM_DIRECTIONS, CounterType.packets) retransmissions;
+    counter(NUM_DIRECTIONS, CounterType.packets) arq_delayed;
+    counter(NUM_DIRECTIONS, CounterType.packets) held_behind;
+    counter(NUM_DIRECTIONS, CounterType.packets) release_skips;
 
     PortMap() port_map;
     LinkParams() link_params;
     LinkClock() link_clock;
     RouterQueueLeave() router_queue_leave;
     Release() release;
+    LinkErrors() link_errors;
+    LossModel() loss_model;
 
     apply {
         bool fresh = std.instance_type != INSTANCE_TYPE_RECIRC;
@@ -86,6 +97,23 @@ control LinkemuIngress(inout headers_t hdr, inout metadata_t meta,
         if (fresh) {
             now = std.ingress_global_timestamp;
             link_in.count(dir);
+
+            bit<1> bad;
+            bit<1> new_bad;
+            bit<16> rand_move;
+            bit<16> rand_loss;
+            bool lost;
+            loss_bad.read(bad, dir);
+            random(rand_move, 0, 0xffff);
+            random(rand_loss, 0, 0xffff);
+            loss_model.apply(rand_move, rand_loss, bad, meta.link, new_bad, lost);
+            loss_bad.write(dir, new_bad);
+            if (lost) {
+                drop_loss_model.count(dir);
+                mark_to_drop(std);
+                return;
+            }
+
             time_q_t free;
             bit<32> waiting;
             time_q_t new_free;
@@ -114,17 +142,43 @@ control LinkemuIngress(inout headers_t hdr, inout metadata_t meta,
             queue_pkts.write(dir, waiting - 1);
         }
 
-        seq_t next;
-        seq_t new_next;
-        bool stalled;
-        next_release.read(next, dir);
-        release.apply(now, next, meta.link, new_next, stalled);
-        next_release.write(dir, new_next);
-        if (stalled) {
-            release_stalls.count(dir);
+        time_us_t busy_until;
+        retx_busy_until.read(busy_until, dir);
+        if (meta.link.link_done == 0 && now >= meta.link.attempt_us) {
+            bit<16> rand;
+            bit<2> outcome;
+            random(rand, 0, 0xffff);
+            link_errors.apply(rand, meta.link, outcome);
+            if (outcome == DRAW_RETRANSMIT) {
+                retransmissions.count(dir);
+                if (meta.link.retx == 1) {
+                    arq_delayed.count(dir);
+                }
+                if (meta.link.due_us > busy_until) {
+                    retx_busy_until.write(dir, meta.link.due_us);
+                }
+            }
         }
 
-        if (meta.link.released == 0) {
+        seq_t next;
+        seq_t new_next;
+        bool skipped;
+        bool blocked;
+        next_release.read(next, dir);
+        release.apply(now, next, meta.link, new_next, skipped, blocked);
+        next_release.write(dir, new_next);
+        if (skipped) {
+            release_skips.count(dir);
+        }
+        if (blocked && meta.link.hol == 0 && meta.link.due_us < busy_until) {
+            held_behind.count(dir);
+            meta.link.hol = 1;
+        }
+
+        if (meta.link.released == 1 && meta.link.lost == 1) {
+            drop_link_error.count(dir);
+            mark_to_drop(std);
+        } else if (meta.link.released == 0) {
             std.egress_spec = HOLD_PORT_BASE + ((bit<9>) meta.link.seq & HOLD_PORT_MASK);
         } else if (meta.link.out_port != 0) {
             std.egress_spec = meta.link.out_port;

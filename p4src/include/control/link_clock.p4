@@ -30,8 +30,8 @@ control LinkClock(in time_us_t arrival_us, in bit<32> frame_len,
         new_link_free = m.admitted == 1 ? finish : link_free;
         // Round up: a packet is never released before its exact instant.
         m.start_us = (time_us_t) ((start + TIME_FRAC_MASK) >> TIME_FRAC_BITS);
-        m.due_us = (time_us_t) ((finish + TIME_FRAC_MASK) >> TIME_FRAC_BITS) +
-                   m.params.delay_us;
+        m.attempt_us = (time_us_t) ((finish + TIME_FRAC_MASK) >> TIME_FRAC_BITS);
+        m.due_us = m.attempt_us + m.params.delay_us;
     }
 }
 

@@ -1,16 +1,18 @@
 // When a held packet may leave the far end of the link.
 //
 // A packet is released once its due instant has passed and every packet
-// admitted before it in the same direction has left (FIFO). If a predecessor
-// vanished (e.g. the pipeline was replaced while it was held), waiting ends
-// stall_us after the due instant and the skip is counted.
+// admitted before it in the same direction has left (FIFO), so frames behind
+// one under ARQ retransmission are released right after it, in order. The
+// wait ends stall_us after the due instant: the control plane sets it past
+// the longest ARQ hold, or to 0 to turn in-order release off. A lost packet
+// (ARQ gave up) is "released" in its turn, to be dropped.
 #ifndef LINKEMU_RELEASE_P4
 #define LINKEMU_RELEASE_P4
 
 #include "../headers.p4"
 
 control Release(in time_us_t now_us, in seq_t next_release, inout link_meta_t m,
-                out seq_t new_next_release, out bool stalled) {
+                out seq_t new_next_release, out bool skipped, out bool blocked) {
     apply {
         // Modular distance to the next packet in line; negative means this
         // packet's turn was skipped already and it must not wait any more.
@@ -20,7 +22,8 @@ control Release(in time_us_t now_us, in seq_t next_release, inout link_meta_t m,
 
         bool go = due && (ahead <= 0 || gave_up);
         m.released = go ? 1w1 : 1w0;
-        stalled = go && ahead > 0;
+        skipped = go && ahead > 0;
+        blocked = due && !go;
         new_next_release = (go && ahead >= 0) ? m.seq + 1 : next_release;
     }
 }
