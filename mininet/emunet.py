@@ -7,6 +7,7 @@ Mininet host (its own network namespace) in 10.0.0.0/8, with checksum
 offload off and the profile's MTU.
 """
 
+import threading
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -15,7 +16,9 @@ from mininet.topo import Topo
 
 from linkemu import dataplane
 from linkemu.dataplane import Port, PortLayout
+from linkemu.link_states import walk
 from linkemu.p4runtime import Switch
+from linkemu.state_driver import StateDriver
 from linkemu.veth import host_interface_commands
 from p4switch import LinkemuSwitch
 
@@ -43,8 +46,12 @@ def port_layout(net, fixed):
 
 
 @contextmanager
-def emulated_link(profile, fixed=1, mobile=1, grpc_port=9559):
-    """Starts the network with `profile` installed; stops all of it on exit."""
+def emulated_link(profile, fixed=1, mobile=1, grpc_port=9559, segments=None,
+                  record_path=None):
+    """Starts the network with `profile` installed, and its link-state
+    timeline walking (drawn from the profile's seed, or `segments` when
+    given, recorded to `record_path`); stops all of it on exit. The
+    StateDriver is `net.state_driver` (None without link states)."""
     if fixed < 1 or mobile < 1 or fixed + mobile > 254:
         raise ValueError("need at least one host on each side and at most 254 hosts")
     net = Mininet(topo=LinkTopo(fixed=fixed, mobile=mobile), controller=None,
@@ -59,9 +66,30 @@ def emulated_link(profile, fixed=1, mobile=1, grpc_port=9559):
         with Switch(f"127.0.0.1:{grpc_port}") as controller:
             dataplane.install(controller, BUILD / "linkemu.p4info.txtpb",
                               BUILD / "linkemu.json", port_layout(net, fixed), profile)
-        yield net
+        with state_driver(profile, grpc_port, segments, record_path) as net.state_driver:
+            yield net
     finally:
         net.stop()
+
+
+@contextmanager
+def state_driver(profile, grpc_port, segments, record_path):
+    """Walks the profile's link states in a thread, if it has any."""
+    if profile.states is None:
+        yield None
+        return
+    with Switch(f"127.0.0.1:{grpc_port}") as controller:
+        controller.load_p4info()
+        driver = StateDriver(controller, profile.states,
+                             segments if segments is not None else walk(profile.states),
+                             record_path)
+        thread = threading.Thread(target=driver.run, name="link-states", daemon=True)
+        thread.start()
+        try:
+            yield driver
+        finally:
+            driver.stop()
+            thread.join()
 
 
 def quiet_host(host, mtu):

@@ -17,6 +17,7 @@ from mininet.log import setLogLevel
 
 from emunet import BUILD, emulated_link
 from linkemu.bmv2 import GET_TOOLS, missing_tools
+from linkemu.link_states import TimelineError, read_timeline, walk
 from linkemu.profile import ProfileError, load_profile
 
 
@@ -26,13 +27,21 @@ def main(argv=None):
     parser.add_argument("--script", help="Mininet CLI commands to run instead of a prompt")
     parser.add_argument("--fixed", type=int, default=1, help="hosts on the fixed side")
     parser.add_argument("--mobile", type=int, default=1, help="hosts on the mobile side")
+    parser.add_argument("--seed", type=int, help="link-state seed (overrides the profile's)")
+    parser.add_argument("--replay", metavar="TIMELINE", help="replay a recorded state timeline")
+    parser.add_argument("--record", metavar="CSV", help="record the applied state timeline")
     parser.add_argument("--grpc-port", type=int, default=9559,
                         help="P4Runtime port on 127.0.0.1 (default %(default)s)")
     args = parser.parse_args(argv)
 
     try:
         profile = load_profile(args.profile)
-    except ProfileError as err:
+        segments = None
+        if profile.states is not None and args.replay:
+            segments = read_timeline(args.replay, profile.states)
+        elif profile.states is not None and args.seed is not None:
+            segments = walk(profile.states, seed=args.seed)
+    except (ProfileError, TimelineError) as err:
         print(err, file=sys.stderr)
         return 1
     if args.script and not os.path.isfile(args.script):
@@ -51,7 +60,8 @@ def main(argv=None):
 
     setLogLevel("info")
     try:
-        with emulated_link(profile, args.fixed, args.mobile, args.grpc_port) as net:
+        with emulated_link(profile, args.fixed, args.mobile, args.grpc_port,
+                           segments, args.record) as net:
             CLI(net, script=args.script)
     except KeyboardInterrupt:
         return 130

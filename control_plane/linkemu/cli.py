@@ -6,8 +6,10 @@ import sys
 
 from . import dataplane
 from .dataplane import Port, PortLayout
+from .link_states import TimelineError, read_timeline, walk, write_timeline
 from .p4runtime import P4RuntimeError, Switch
 from .profile import ProfileError, load_profile
+from .state_driver import StateDriver
 
 
 def _check(args):
@@ -50,6 +52,43 @@ def _counters(args):
         print(f"{name:16} {down[0]:14} {down[1]:12} {up[0]:12} {up[1]:12}")
 
 
+def _chain(profile, path):
+    if profile.states is None:
+        raise ValueError(f"{path}: the profile defines no link_states")
+    return profile.states
+
+
+def _segments(args, chain):
+    if args.replay:
+        return read_timeline(args.replay, chain)
+    return walk(chain, seed=args.seed)
+
+
+def _timeline(args):
+    chain = _chain(load_profile(args.profile), args.profile)
+    segments = []
+    for segment in walk(chain, seed=args.seed):
+        if segment.start_us >= args.duration * 1e6:
+            break
+        segments.append(segment)
+    write_timeline(segments, args.output)
+    print(f"wrote {len(segments)} segments to {args.output}")
+
+
+def _states(args):
+    profile = load_profile(args.profile)
+    chain = _chain(profile, args.profile)
+    segments = _segments(args, chain)
+    with _connect(args) as switch:
+        switch.load_p4info()
+        driver = StateDriver(switch, chain, segments, record_path=args.record)
+        try:
+            driver.run(duration_s=args.duration)
+        except KeyboardInterrupt:
+            pass
+    print(f"state changes applied: {driver.latency_summary()}")
+
+
 def _port(text):
     try:
         return Port.parse(text)
@@ -85,6 +124,25 @@ def build_parser():
     push.add_argument("profile", metavar="PROFILE")
     push.set_defaults(run=_push)
 
+    states = commands.add_parser(
+        "states", help="walk the profile's link states on the switch in real time")
+    states.add_argument("profile", metavar="PROFILE")
+    source = states.add_mutually_exclusive_group()
+    source.add_argument("--seed", type=int, help="overrides the profile's seed")
+    source.add_argument("--replay", metavar="TIMELINE", help="a recorded timeline (CSV)")
+    states.add_argument("--record", metavar="CSV",
+                        help="write the applied timeline with each change's latency")
+    states.add_argument("--duration", type=float, help="seconds (default: until Ctrl-C)")
+    states.set_defaults(run=_states)
+
+    timeline = commands.add_parser(
+        "timeline", help="draw a state timeline to replay later, without a switch")
+    timeline.add_argument("profile", metavar="PROFILE")
+    timeline.add_argument("--seed", type=int, help="overrides the profile's seed")
+    timeline.add_argument("--duration", type=float, required=True, help="seconds")
+    timeline.add_argument("--output", "-o", required=True, metavar="CSV")
+    timeline.set_defaults(run=_timeline)
+
     counters = commands.add_parser("counters", help="print the per-direction counters")
     counters.add_argument("--json", action="store_true", help="machine-readable output")
     counters.set_defaults(run=_counters)
@@ -95,7 +153,7 @@ def main(argv=None):
     args = build_parser().parse_args(argv)
     try:
         args.run(args)
-    except (ProfileError, P4RuntimeError, ValueError, OSError) as err:
+    except (ProfileError, TimelineError, P4RuntimeError, ValueError, OSError) as err:
         print(f"linkemu: {err}", file=sys.stderr)
         return 1
     return 0

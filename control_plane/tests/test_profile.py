@@ -117,3 +117,44 @@ def test_gprs_optimal_matches_the_studies():
         assert direction.delay_us == 300_000
     assert profile.downlink.queue_packets == 20
     assert profile.uplink.queue_packets == 1
+
+
+# Spec table (link-model.md, section 3): good duration, bad duration,
+# bad-state error, max retransmissions (None: no ARQ).
+EXP = "exponential"
+STUDY_LINKS = {
+    "swww-low-arq": ((EXP, 6e6, 0, 9e6), (200e3, 1.9e6), 0.63, 1),
+    "swww-medium-arq": ((EXP, 6e6, 0, 9e6), (200e3, 1.9e6), 0.63, 2),
+    "swww-high-arq": ((EXP, 6e6, 0, 9e6), (200e3, 1.9e6), 0.63, 3),
+    "smix1-r1": ((EXP, 15e6, 1e6, 20e6), (200e3, 1.5e6), 0.63, 1),
+    "smix1-r3": ((EXP, 15e6, 1e6, 20e6), (200e3, 1.5e6), 0.63, 3),
+    "smix1-r6": ((EXP, 15e6, 1e6, 20e6), (400e3, 4e6), 0.95, 6),
+    **{f"smix2-r{n}-{test}": (("uniform", 0, *good), bad, 0.83, n or None)
+       for n in (0, 2, 4)
+       for test, good, bad in (("http-short", (2.8e6, 3.5e6), (1.4e6, 3e6)),
+                               ("http-long", (8e6, 12e6), (1.4e6, 3e6)),
+                               ("mix", (10e6, 25e6), (1.8e6, 4e6)))},
+}
+
+
+@pytest.mark.parametrize("name", sorted(STUDY_LINKS))
+def test_study_profiles_match_the_spec(name):
+    (kind, mean, low, high), (bad_low, bad_high), error, retx = STUDY_LINKS[name]
+    profile = load_profile(PROFILES / f"{name}.yaml")
+    chain = profile.states
+    good, bad = chain.states["good"], chain.states["bad"]
+    assert chain.start == {"good": 0.5, "bad": 0.5}
+    assert (good.duration.distribution, good.duration.mean_us, good.duration.min_us,
+            good.duration.max_us) == (kind, mean, low, high)
+    assert (bad.duration.distribution, bad.duration.min_us, bad.duration.max_us) == (
+        "uniform", bad_low, bad_high)
+    assert good.error == {"downlink": 0, "uplink": 0}
+    assert bad.error == {"downlink": error, "uplink": error}
+    assert good.next == {"bad": 1} and bad.next == {"good": 1}
+    for direction in profile.directions().values():
+        assert direction.rate_bps == 64_000 and direction.delay_us == 300_000
+        if retx is None:
+            assert direction.arq is None
+        else:
+            assert (direction.arq.delay_us, direction.arq.max_retransmissions) == (700_000, retx)
+            assert direction.arq.in_order
