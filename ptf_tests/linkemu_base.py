@@ -80,8 +80,29 @@ class LinkemuTest(BaseTest):
     def push(self, directions):
         dataplane.push_profile(self.switch, profile(**directions))
 
+    def set_errors(self, probability):
+        """Both directions' link error probability, as a link state would set it."""
+        self.switch.modify(dataplane.link_state_entries(
+            {"downlink": probability, "uplink": probability}))
+
+    def send_spaced(self, src, dst, count, interval, length=100):
+        """Sends `count` frames `interval` seconds apart; their send times."""
+        sent = []
+        start = time.time()
+        for seq in range(count):
+            pause = start + seq * interval - time.time()
+            if pause > 0:
+                time.sleep(pause)
+            sent.append(self.send(src, udp_frame(src, dst, seq, length)))
+        return sent
+
     def counters(self):
         return dataplane.read_counters(self.switch)
+
+    def counter_delta(self, before, name, direction):
+        """Packets counted by `name` since the `before` reading."""
+        after = self.counters()[name][direction]
+        return after[0] - before[name][direction][0]
 
     def drain(self, quiet=0.3):
         """Discards packets until the ports stay quiet for `quiet` seconds."""

@@ -1,0 +1,185 @@
+"""PTF tests of the wireless link: errors, ARQ, in-order release, link states,
+loss models. Random draws happen in the data plane (BMv2's generator, not
+seedable from outside), so rates are checked against binomial or chi-square
+bounds at 99.9 %, tight enough that a wrong model fails."""
+
+import math
+import threading
+import time
+
+from scipy import stats
+
+from linkemu.link_states import Segment
+from linkemu.state_driver import StateDriver
+from linkemu_base import FIXED_PORT, MOBILE_PORTS, LinkemuTest, frame_seq, profile, udp_frame
+
+MOBILE = MOBILE_PORTS[0]
+Z999 = 3.29  # two-sided 99.9 % normal quantile
+TIMING_TOLERANCE_S = 0.005
+
+
+def binomial_bounds(n, p):
+    spread = Z999 * math.sqrt(n * p * (1 - p))
+    return n * p - spread - 1, n * p + spread + 1
+
+
+class ErrorRateTest(LinkemuTest):
+    """Without ARQ an errored frame is lost: delivered counts stay inside the
+    binomial interval of the configured probability, and every loss is
+    counted as a link-error drop."""
+
+    def runTest(self):
+        count = 600
+        for probability in (0.05, 0.3, 0.63, 0.95):
+            before = self.counters()
+            self.set_errors(probability)
+            self.send_spaced(FIXED_PORT, MOBILE, count, 0.001)
+            received = self.receive(MOBILE, count, timeout=3)
+            low, high = binomial_bounds(count, 1 - probability)
+            self.assertTrue(low <= len(received) <= high,
+                            f"p={probability}: {len(received)} of {count} delivered, "
+                            f"expected [{low:.0f}, {high:.0f}]")
+            self.assertEqual(self.counter_delta(before, "drop_link_error", "downlink"),
+                             count - len(received))
+            self.drain()
+
+
+class ArqTest(LinkemuTest):
+    """With ARQ, a delivered frame's extra delay is k retransmission delays
+    (k <= n); k follows the truncated geometric law; frames needing more than
+    n retransmissions are dropped."""
+
+    def runTest(self):
+        n, retx_s, p, count = 3, 0.2, 0.5, 400
+        self.push({"downlink": {"delay": "50ms",
+                                "arq": {"delay": "200ms", "max_retransmissions": n,
+                                        "in_order": False}}})
+        self.set_errors(p)
+        before = self.counters()
+        sent = self.send_spaced(FIXED_PORT, MOBILE, count, 0.004)
+        received = self.receive(MOBILE, count, timeout=0.05 + n * retx_s + 2)
+        tries = [0] * (n + 1)
+        for arrived, frame in received:
+            extra = arrived - sent[frame_seq(frame)] - 0.05
+            k = round(extra / retx_s)
+            self.assertLessEqual(k, n)
+            self.assertGreaterEqual(extra, k * retx_s)
+            self.assertLessEqual(extra, k * retx_s + TIMING_TOLERANCE_S)
+            tries[k] += 1
+        lost = count - len(received)
+        observed = tries + [lost]
+        expected = [count * (1 - p) * p ** k for k in range(n + 1)] + [count * p ** (n + 1)]
+        chi2 = stats.chisquare(observed, expected)
+        self.assertGreater(chi2.pvalue, 0.001, f"k counts {observed}, expected {expected}")
+        self.assertEqual(self.counter_delta(before, "drop_link_error", "downlink"), lost)
+        self.assertEqual(self.counter_delta(before, "arq_delayed", "downlink"),
+                         count - tries[0])
+        self.assertEqual(self.counter_delta(before, "retransmissions", "downlink"),
+                         sum(k * c for k, c in enumerate(tries)) + n * lost)
+
+
+class InOrderReleaseTest(LinkemuTest):
+    """Frames behind a retransmitted one never overtake it and are released
+    right after it; with in-order release off they pass it."""
+
+    def run_case(self, in_order):
+        self.push({"downlink": {"arq": {"delay": "300ms", "max_retransmissions": 1,
+                                        "in_order": in_order}}})
+        before = self.counters()
+        self.set_errors(1.0)
+        sent = self.send_spaced(FIXED_PORT, MOBILE, 1, 0)  # drawn at once: retransmitted
+        time.sleep(0.05)
+        self.set_errors(0.0)
+        sent += [self.send(FIXED_PORT, udp_frame(FIXED_PORT, MOBILE, seq)) for seq in (1, 2, 3)]
+        received = self.receive(MOBILE, 4, timeout=2)
+        order = [frame_seq(f) for _, f in received]
+        first = {frame_seq(f): t for t, f in received}
+        self.assertAlmostEqual(first[0] - sent[0], 0.3, delta=TIMING_TOLERANCE_S)
+        if in_order:
+            self.assertEqual(order, [0, 1, 2, 3])
+            for seq in (1, 2, 3):
+                self.assertLessEqual(first[seq] - first[0], TIMING_TOLERANCE_S)
+            self.assertEqual(self.counter_delta(before, "held_behind", "downlink"), 3)
+        else:
+            self.assertEqual(order, [1, 2, 3, 0])
+            self.assertEqual(self.counter_delta(before, "held_behind", "downlink"), 0)
+
+    def runTest(self):
+        self.run_case(in_order=True)
+        self.drain()
+        self.run_case(in_order=False)
+
+
+class StateChangeTest(LinkemuTest):
+    """The controller's state changes change the error rate: a replayed
+    timeline good (0 %) -> bad (90 %) -> good."""
+
+    def runTest(self):
+        data = {"downlink": {}, "uplink": {},
+                "link_states": {"start": {"good": 1}, "states": {
+                    "good": {"error": 0, "next": {"bad": 1},
+                             "duration": {"distribution": "static", "value": "1s"}},
+                    "bad": {"error": 0.9, "next": {"good": 1},
+                            "duration": {"distribution": "static", "value": "1s"}}}}}
+        chain = profile(**data).states
+        timeline = [Segment("good", 0, 1_000_000), Segment("bad", 1_000_000, 2_000_000),
+                    Segment("good", 2_000_000, 3_000_000)]
+        driver = StateDriver(self.switch, chain, timeline)
+        thread = threading.Thread(target=driver.run)
+        thread.start()
+        sent = self.send_spaced(FIXED_PORT, MOBILE, 300, 0.01)
+        thread.join()
+        received = {frame_seq(f) for _, f in self.receive(MOBILE, 300, timeout=2)}
+        origin = sent[0]
+        phases = {"good": [], "bad": []}
+        for seq, when in enumerate(sent):
+            offset = when - origin
+            # Skip 50 ms around each change: the driver's clock and ours differ.
+            if 0.05 < offset % 1.0 < 0.95:
+                phases["bad" if 1 <= offset < 2 else "good"].append(seq in received)
+        good_rate = sum(phases["good"]) / len(phases["good"])
+        bad_rate = sum(phases["bad"]) / len(phases["bad"])
+        self.assertEqual(good_rate, 1.0)
+        low, high = binomial_bounds(len(phases["bad"]), 0.1)
+        self.assertTrue(low <= sum(phases["bad"]) <= high, f"bad-state delivery {bad_rate}")
+        summary = driver.latency_summary()
+        self.assertEqual(summary["changes"], 3)
+        print(f"state change latency: {summary}")
+
+
+class LossModelTest(LinkemuTest):
+    """Bernoulli loss within the binomial bound; Gilbert-Elliott loss rate and
+    burst lengths match the chain's stationary law."""
+
+    def losses(self, direction_profile, count):
+        self.push({"downlink": direction_profile})
+        before = self.counters()
+        self.send_spaced(FIXED_PORT, MOBILE, count, 0.0005)
+        received = {frame_seq(f) for _, f in self.receive(MOBILE, count, timeout=3)}
+        self.assertEqual(self.counter_delta(before, "drop_loss_model", "downlink"),
+                         count - len(received))
+        return [seq not in received for seq in range(count)]
+
+    def runTest(self):
+        lost = self.losses({"loss": {"model": "bernoulli", "p": 0.2}}, 1000)
+        low, high = binomial_bounds(1000, 0.2)
+        self.assertTrue(low <= sum(lost) <= high, f"{sum(lost)} lost of 1000")
+
+        p, r, count = 0.05, 0.3, 3000
+        lost = self.losses({"loss": {"model": "gilbert-elliott", "p": p, "r": r}}, count)
+        stationary = p / (p + r)
+        correlation = 1 - p - r
+        spread = Z999 * math.sqrt(stationary * (1 - stationary) / count *
+                                  (1 + correlation) / (1 - correlation))
+        self.assertAlmostEqual(sum(lost) / count, stationary, delta=spread)
+        bursts = []
+        run = 0
+        for gone in lost + [False]:
+            if gone:
+                run += 1
+            elif run:
+                bursts.append(run)
+                run = 0
+        mean_burst = sum(bursts) / len(bursts)
+        sd = math.sqrt(1 - r) / r / math.sqrt(len(bursts))
+        self.assertAlmostEqual(mean_burst, 1 / r, delta=Z999 * sd)
