@@ -42,7 +42,8 @@ $(BUILD)/linkemu.json: $(P4_SRCS)
 
 run: build
 	$(PYTHON) mininet/run.py --profile $(PROFILE) --fixed $(FIXED) --mobile $(MOBILE) \
-	    $(if $(SCRIPT),--script $(SCRIPT))
+	    $(if $(SCRIPT),--script $(SCRIPT)) $(if $(SEED),--seed $(SEED)) \
+	    $(if $(REPLAY),--replay $(REPLAY)) $(if $(RECORD),--record $(RECORD))
 
 ptf: build
 	$(PYTHON) ptf_tests/harness.py

@@ -10,8 +10,6 @@ model says it was due. Prints one JSON object per direction.
 
 import argparse
 import json
-import signal
-import subprocess
 import sys
 import tempfile
 import time
@@ -22,20 +20,9 @@ sys.path.append(str(ROOT / "mininet"))
 
 from emunet import emulated_link  # noqa: E402
 from linkemu.bmv2 import free_tcp_port  # noqa: E402
-from linkemu.fidelity import compare, read_frames  # noqa: E402
+from linkemu.capture import Capture  # noqa: E402
+from linkemu.fidelity import compare  # noqa: E402
 from linkemu.profile import load_profile  # noqa: E402
-
-
-def start_capture(interface, direction, path):
-    process = subprocess.Popen(
-        ["tcpdump", "-i", interface, "-Q", direction, "-s", "128", "-B", "16384",
-         "--immediate-mode", "-w", str(path)], stderr=subprocess.DEVNULL)
-    return process
-
-
-def stop_capture(process):
-    process.send_signal(signal.SIGINT)
-    process.wait(timeout=10)
 
 
 def measure(profile_path, seconds, workdir):
@@ -45,10 +32,10 @@ def measure(profile_path, seconds, workdir):
         ports = s1.ports_by_number()
         fixed, mobile = ports[1], ports[2]
         h1.cmd("ping -c 2 -i 0.2", h2.IP())  # ARP out of the way
-        paths = {(i, d): Path(workdir) / f"{i}-{d}.pcap" for i in (fixed, mobile)
-                 for d in ("in", "out")}
-        captures = [start_capture(i, d, p) for (i, d), p in paths.items()]
-        time.sleep(1)
+        captures = {(i, d): Capture(i, d, Path(workdir) / f"{i}-{d}.pcap")
+                    for i in (fixed, mobile) for d in ("in", "out")}
+        for capture in captures.values():
+            capture.start()
         server = h2.popen(["iperf3", "-s", "-1", "-B", h2.IP()])
         time.sleep(0.5)
         cpu_before, wall_before = s1.bmv2.cpu_seconds(), time.monotonic()
@@ -56,14 +43,14 @@ def measure(profile_path, seconds, workdir):
         cpu = (s1.bmv2.cpu_seconds() - cpu_before) / (time.monotonic() - wall_before)
         server.wait(timeout=10)
         time.sleep(2 + 2 * max(profile.downlink.delay_us, profile.uplink.delay_us) / 1e6)
-        for capture in captures:
-            stop_capture(capture)
+        for capture in captures.values():
+            capture.stop()
     results = {"profile": profile.name, "tcp_seconds": seconds,
                "goodput_bps": report["end"]["sum_received"]["bits_per_second"],
                "switch_cpu_cores": round(cpu, 3)}
     for name, src, dst, direction in (("downlink", fixed, mobile, profile.downlink),
                                       ("uplink", mobile, fixed, profile.uplink)):
-        fidelity = compare(read_frames(paths[src, "in"]), read_frames(paths[dst, "out"]),
+        fidelity = compare(captures[src, "in"].frames(), captures[dst, "out"].frames(),
                            direction)
         results[name] = fidelity.summary()
     return results

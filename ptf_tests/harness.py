@@ -13,17 +13,15 @@ import subprocess
 import sys
 from pathlib import Path
 
-from linkemu import dataplane
-from linkemu.bmv2 import GET_TOOLS, SimpleSwitchGrpc, free_tcp_port, missing_tools
-from linkemu.p4runtime import Switch
-from linkemu.veth import VethPair
+from linkemu.bmv2 import GET_TOOLS, missing_tools
+from linkemu.testbed import veth_testbed
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 BUILD = ROOT / "build"
 PTF = Path(sys.executable).with_name("ptf")
 sys.path.insert(0, str(HERE))
-from linkemu_base import IDEAL, HOST_MACS, layout, profile  # noqa: E402
+from linkemu_base import IDEAL, layout, profile  # noqa: E402
 
 
 def preconditions():
@@ -50,30 +48,16 @@ def main(argv=None):
         print(f"PTF tests cannot run: {reason}", file=sys.stderr)
         return 2
 
-    tag = f"lp{os.getpid() % 100000}"
-    pairs = {port: VethPair(f"{tag}-{port}s", f"{tag}-{port}p") for port in HOST_MACS}
-    grpc_port = free_tcp_port()
-    switch = SimpleSwitchGrpc({p: v.switch_end for p, v in pairs.items()}, grpc_port=grpc_port)
-    try:
-        for pair in pairs.values():
-            pair.create()
-        switch.start()
-        with Switch(switch.grpc_address) as controller:
-            dataplane.install(controller, BUILD / "linkemu.p4info.txtpb",
-                              BUILD / "linkemu.json", layout(), profile(**IDEAL))
-        command = [str(PTF), "--test-dir", str(HERE),
+    with veth_testbed(layout(), profile(**IDEAL), BUILD / "linkemu.p4info.txtpb",
+                      BUILD / "linkemu.json") as (switch, peers):
+        command = [str(PTF), "--test-dir", str(HERE), "--qlen", "100000",
                    "--test-params", f"grpc='{switch.grpc_address}'",
                    "--disable-ipv6", "--log-file", str(BUILD / "ptf.log")]
-        for port, pair in pairs.items():
-            command += ["--interface", f"{port}@{pair.peer}"]
+        for port, peer in peers.items():
+            command += ["--interface", f"{port}@{peer}"]
         if args.xunit_dir:
             command += ["--xunit", "--xunit-dir", args.xunit_dir]
         return subprocess.run(command + args.tests).returncode
-    finally:
-        switch.stop()
-        for pair in pairs.values():
-            pair.delete()
-
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -1,19 +1,19 @@
-"""PTF tests of the emulated link: forwarding, rate, delay, queue, live push."""
+"""PTF tests of the emulated link: forwarding, rate, delay, queue, live push.
+
+Times come from kernel timestamps of captures on the test's own interfaces
+(LinkemuTest.timed), not from PTF's receive thread."""
 
 import statistics
-import time
 
 from ptf import testutils
 from scapy.layers.l2 import ARP, Ether
 
 from linkemu_base import (ETH_HEADER, FIXED_PORT, HOST_IPS, HOST_MACS, MOBILE_PORTS,
-                          LinkemuTest, frame_seq, udp_frame)
+                          LinkemuTest, udp_frame)
 
 MOBILE = MOBILE_PORTS[0]
-# Arrival times are taken by PTF's receive thread with time.time(); on this
-# kind of machine they are good to a few hundred microseconds.
-SPACING_TOLERANCE_S = 0.001
-DELAY_TOLERANCE_S = 0.005
+SPACING_TOLERANCE_S = 0.001   # one departure against the link's pace
+DELAY_TOLERANCE_S = 0.002     # one delivery against its due instant
 
 
 def serialization_s(frame_len, rate_bps):
@@ -64,13 +64,13 @@ class BurstSpacingTest(LinkemuTest):
     direction."""
 
     def check_burst(self, src, dst, rate_bps, frame_len, count):
-        for seq in range(count):
-            self.send(src, udp_frame(src, dst, seq, frame_len))
         expected = serialization_s(frame_len, rate_bps)
-        received = self.receive(dst, count, timeout=count * expected + 3)
-        self.assertEqual([frame_seq(f) for _, f in received], list(range(count)))
-        gaps = [b[0] - a[0] for a, b in zip(received, received[1:])]
-        self.assertAlmostEqual(statistics.mean(gaps), expected, delta=expected * 0.01)
+        _, received = self.timed(src, dst, lambda: self.send_spaced(src, dst, count, 0, frame_len),
+                                 wait=count * expected + 1)
+        self.assertEqual([seq for _, seq in received], list(range(count)))
+        times = [t for t, _ in received]
+        gaps = [b - a for a, b in zip(times, times[1:])]
+        self.assertAlmostEqual(statistics.mean(gaps), expected, delta=expected * 0.005)
         for gap in gaps:
             self.assertAlmostEqual(gap, expected, delta=SPACING_TOLERANCE_S)
 
@@ -87,14 +87,12 @@ class DelayTest(LinkemuTest):
 
     def check_delays(self, src, dst, rate_bps, delay_s, count, interval_s, frame_len=200):
         expected = delay_s + serialization_s(frame_len, rate_bps)
-        sent = []
-        for seq in range(count):
-            sent.append(self.send(src, udp_frame(src, dst, seq, frame_len)))
-            time.sleep(interval_s)
-        received = self.receive(dst, count, timeout=expected + 3)
-        self.assertEqual([frame_seq(f) for _, f in received], list(range(count)))
-        for (arrived, _), departed in zip(received, sent):
-            delay = arrived - departed
+        sent, received = self.timed(
+            src, dst, lambda: self.send_spaced(src, dst, count, interval_s, frame_len),
+            wait=expected + 1)
+        self.assertEqual([seq for _, seq in received], list(range(count)))
+        for arrived, seq in received:
+            delay = arrived - sent[seq]
             self.assertGreaterEqual(delay, expected)
             self.assertLessEqual(delay, expected + DELAY_TOLERANCE_S)
 
@@ -110,32 +108,30 @@ class LongHoldTest(LinkemuTest):
 
     def runTest(self):
         self.push({"downlink": {"delay": "5s"}})
-        sent = [self.send(FIXED_PORT, udp_frame(FIXED_PORT, MOBILE, seq)) for seq in range(5)]
-        received = self.receive(MOBILE, 5, timeout=8)
-        self.assertEqual([frame_seq(f) for _, f in received], list(range(5)))
-        for (arrived, _), departed in zip(received, sent):
-            self.assertGreaterEqual(arrived - departed, 5.0)
-            self.assertLessEqual(arrived - departed, 5.0 + DELAY_TOLERANCE_S)
+        sent, received = self.timed(FIXED_PORT, MOBILE,
+                                    lambda: self.send_spaced(FIXED_PORT, MOBILE, 20, 0.05),
+                                    wait=6.5)
+        self.assertEqual([seq for _, seq in received], list(range(20)))
+        for arrived, seq in received:
+            self.assertGreaterEqual(arrived - sent[seq], 5.0)
+            self.assertLessEqual(arrived - sent[seq], 5.0 + DELAY_TOLERANCE_S)
 
 
 class QueueTailDropTest(LinkemuTest):
     """A burst larger than one frame on the link plus a full router queue
     loses exactly the excess, counted as queue drops."""
 
-    def check_tail_drop(self, src, dst, direction, queue, burst, frame_len=500):
+    FRAME = 1400  # 173 ms at 64 kbit/s: the whole burst arrives within one frame
+
+    def check_tail_drop(self, src, dst, direction, queue, burst):
         before = self.counters()
-        for seq in range(burst):
-            self.send(src, udp_frame(src, dst, seq, frame_len))
+        _, received = self.timed(src, dst, lambda: self.send_spaced(src, dst, burst, 0,
+                                                                    self.FRAME),
+                                 wait=(queue + 1) * serialization_s(self.FRAME, 64e3) + 1)
         kept = queue + 1  # one frame on the link, `queue` frames waiting
-        duration = kept * serialization_s(frame_len, 64e3)
-        received = self.receive(dst, burst, timeout=duration + 3)
-        self.assertEqual([frame_seq(f) for _, f in received], list(range(kept)))
-        self.assert_quiet(1.0)
-        after = self.counters()
-        drops = after["drop_queue"][direction][0] - before["drop_queue"][direction][0]
-        self.assertEqual(drops, burst - kept)
-        delivered = after["link_out"][direction][0] - before["link_out"][direction][0]
-        self.assertEqual(delivered, kept)
+        self.assertEqual([seq for _, seq in received], list(range(kept)))
+        self.assertEqual(self.counter_delta(before, "drop_queue", direction), burst - kept)
+        self.assertEqual(self.counter_delta(before, "link_out", direction), kept)
 
     def runTest(self):
         self.push({"downlink": {"rate": "64kbit", "queue": 20},
@@ -147,20 +143,24 @@ class QueueTailDropTest(LinkemuTest):
 class LivePushTest(LinkemuTest):
     """`linkemu push` changes the rate of a running link."""
 
-    def mean_gap(self, count=15, frame_len=1000):
-        for seq in range(count):
-            self.send(FIXED_PORT, udp_frame(FIXED_PORT, MOBILE, seq, frame_len))
-        received = self.receive(MOBILE, count, timeout=5)
+    def mean_gap(self, rate_bps, count=15, frame_len=1400):
+        sent, received = self.timed(
+            FIXED_PORT, MOBILE,
+            lambda: self.send_spaced(FIXED_PORT, MOBILE, count, 0, frame_len),
+            wait=count * serialization_s(frame_len, rate_bps) + 1)
+        # The sender must outpace the link, or the gaps measure the sender.
+        self.assertLess(max(sent.values()) - min(sent.values()),
+                        serialization_s(frame_len, rate_bps) * (count - 1) / 2)
         self.assertEqual(len(received), count)
-        return statistics.mean(b[0] - a[0] for a, b in zip(received, received[1:]))
+        return (received[-1][0] - received[0][0]) / (count - 1)
 
     def runTest(self):
         self.push({"downlink": {"rate": "1Mbit"}})
-        slow = self.mean_gap()
-        self.assertAlmostEqual(slow, serialization_s(1000, 1e6), delta=slow * 0.02)
+        self.assertAlmostEqual(self.mean_gap(1e6), serialization_s(1400, 1e6),
+                               delta=serialization_s(1400, 1e6) * 0.005)
         self.push({"downlink": {"rate": "4Mbit"}})
-        fast = self.mean_gap()
-        self.assertAlmostEqual(fast, serialization_s(1000, 4e6), delta=fast * 0.05)
+        self.assertAlmostEqual(self.mean_gap(4e6), serialization_s(1400, 4e6),
+                               delta=serialization_s(1400, 4e6) * 0.005)
 
 
 class CountersTest(LinkemuTest):
@@ -168,10 +168,8 @@ class CountersTest(LinkemuTest):
 
     def runTest(self):
         before = self.counters()
-        for seq in range(7):
-            self.send(FIXED_PORT, udp_frame(FIXED_PORT, MOBILE, seq, 300))
-        for seq in range(3):
-            self.send(MOBILE, udp_frame(MOBILE, FIXED_PORT, seq, 200))
+        self.send_spaced(FIXED_PORT, MOBILE, 7, 0, 300)
+        self.send_spaced(MOBILE, FIXED_PORT, 3, 0, 200)
         self.assertEqual(len(self.receive(MOBILE, 7, timeout=2)), 7)
         self.assertEqual(len(self.receive(FIXED_PORT, 3, timeout=2)), 3)
         after = self.counters()

@@ -6,8 +6,11 @@ passes the P4Runtime address as the test parameter 'grpc'. Every test starts
 from the ideal-wire profile and gets it back in tearDown, whatever it pushed.
 """
 
+import shutil
 import struct
+import tempfile
 import time
+from pathlib import Path
 
 import ptf
 from ptf.base_tests import BaseTest
@@ -16,6 +19,7 @@ from scapy.layers.inet import IP, UDP
 from scapy.layers.l2 import Ether
 
 from linkemu import dataplane
+from linkemu.capture import Capture
 from linkemu.p4runtime import Switch
 from linkemu.profile import parse_profile
 
@@ -57,11 +61,18 @@ def frame_seq(data):
     return struct.unpack("!I", bytes(data)[42:46])[0]
 
 
+def is_udp_frame(data):
+    """A frame made by udp_frame (IPv4, UDP to port 9)."""
+    return len(data) >= 46 and data[12:14] == b"\x08\x00" and data[23] == 17 and \
+        data[36:38] == b"\x00\x09"
+
+
 class LinkemuTest(BaseTest):
     """Connects to the switch; restores the ideal profile after each test."""
 
     def setUp(self):
         super().setUp()
+        self.workdir = Path(tempfile.mkdtemp(prefix="linkemu-ptf-"))
         self.dataplane = ptf.dataplane_instance
         self.switch = Switch(testutils.test_param_get("grpc"))
         self.switch.connect()
@@ -75,6 +86,7 @@ class LinkemuTest(BaseTest):
             self.drain()
         finally:
             self.switch.close()
+            shutil.rmtree(self.workdir, ignore_errors=True)
             super().tearDown()
 
     def push(self, directions):
@@ -85,16 +97,16 @@ class LinkemuTest(BaseTest):
         self.switch.modify(dataplane.link_state_entries(
             {"downlink": probability, "uplink": probability}))
 
-    def send_spaced(self, src, dst, count, interval, length=100):
-        """Sends `count` frames `interval` seconds apart; their send times."""
-        sent = []
+    def send_spaced(self, src, dst, count, interval, length=100, first_seq=0):
+        """Sends `count` frames `interval` seconds apart (0: back to back)."""
+        frames = [bytes(udp_frame(src, dst, seq, length))
+                  for seq in range(first_seq, first_seq + count)]
         start = time.time()
-        for seq in range(count):
-            pause = start + seq * interval - time.time()
+        for i, frame in enumerate(frames):
+            pause = start + i * interval - time.time()
             if pause > 0:
                 time.sleep(pause)
-            sent.append(self.send(src, udp_frame(src, dst, seq, length)))
-        return sent
+            testutils.send_packet(self, src, frame)
 
     def counters(self):
         return dataplane.read_counters(self.switch)
@@ -129,6 +141,27 @@ class LinkemuTest(BaseTest):
                 break
             received.append((result.time, bytes(result.packet)))
         return received
+
+    def timed(self, src, dst, send, wait):
+        """Runs `send()` while capturing what `src` sends and `dst` receives,
+        with kernel timestamps, for `wait` seconds after it returns.
+
+        Returns ({seq: send time}, [(arrival time, seq)] in arrival order) for
+        the frames made by udp_frame."""
+        captures = [Capture(ptf.config["port_map"][(0, port)], direction,
+                            self.workdir / f"{port}-{direction}.pcap")
+                    for port, direction in ((src, "out"), (dst, "in"))]
+        for capture in captures:
+            capture.start()
+        try:
+            send()
+            time.sleep(wait)
+        finally:
+            for capture in captures:
+                capture.stop()
+        sent, received = ([f for f in c.frames() if is_udp_frame(f.data)] for c in captures)
+        return ({frame_seq(f.data): f.ts for f in sent},
+                [(f.ts, frame_seq(f.data)) for f in received])
 
     def assert_quiet(self, timeout):
         """No frame at all on any port for `timeout` seconds."""

@@ -10,7 +10,7 @@ from .p4runtime import MulticastGroup, TableEntry, Ternary, mac_to_int
 
 DIRECTION_IDS = {"downlink": 0, "uplink": 1}
 TIME_FRAC_BITS = 20           # p4src/include/defines.p4
-HOLD_PORTS = range(480, 496)  # p4src/v1model/linkemu.p4: never attach these
+HOLD_PORTS = range(448, 512, 4)  # p4src/v1model/linkemu.p4: never attach these
 FLOOD_GROUPS = {"downlink": 1, "uplink": 2}
 # With in-order release, a packet waits past its due instant for earlier
 # packets at most the longest ARQ hold plus this margin; only a predecessor

@@ -45,6 +45,7 @@ struct link_meta_t {
     @field_list(1) bit<1>      link_done;   // no more error draws: through, or lost
     @field_list(1) bit<1>      lost;        // failed every attempt; dropped in its turn
     @field_list(1) bit<1>      hol;         // counted as held behind a retransmission
+    @field_list(1) time_us_t   wake_us;     // nothing changes for it before this
     bit<1>        admitted;
     bit<1>        released;
     link_params_t params;

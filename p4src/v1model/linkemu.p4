@@ -22,7 +22,7 @@
 #include "../include/control/loss_model.p4"
 
 const bit<32> INSTANCE_TYPE_RECIRC = 4;
-const bit<9>  HOLD_PORT_BASE = 480;   // 480..495, never attached to interfaces
+const bit<9>  HOLD_PORT_BASE = 448;   // 448, 452, .. 508: never attach these
 const bit<9>  HOLD_PORT_MASK = 15;
 const bit<8>  FL_HOLD = 1;            // @field_list(1) in link_meta_t
 
@@ -75,6 +75,12 @@ control LinkemuIngress(inout headers_t hdr, inout metadata_t meta,
 
     apply {
         bool fresh = std.instance_type != INSTANCE_TYPE_RECIRC;
+        // The hold loop's fast path: a held packet with nothing due goes
+        // straight round again. Most passes end here.
+        if (!fresh && meta.link.now_us < meta.link.wake_us) {
+            std.egress_spec = HOLD_PORT_BASE + (((bit<9>) meta.link.seq & HOLD_PORT_MASK) << 2);
+            return;
+        }
         if (fresh) {
             bool known;
             port_map.apply(std.ingress_port, hdr, meta.link, known);
@@ -179,7 +185,17 @@ control LinkemuIngress(inout headers_t hdr, inout metadata_t meta,
             drop_link_error.count(dir);
             mark_to_drop(std);
         } else if (meta.link.released == 0) {
-            std.egress_spec = HOLD_PORT_BASE + ((bit<9>) meta.link.seq & HOLD_PORT_MASK);
+            std.egress_spec = HOLD_PORT_BASE + (((bit<9>) meta.link.seq & HOLD_PORT_MASK) << 2);
+            // Sleep until the next event: serialization starts, an error draw,
+            // the due instant. A packet waiting for its turn looks every pass.
+            time_us_t wake = meta.link.due_us;
+            if (meta.link.link_done == 0 && meta.link.attempt_us < wake) {
+                wake = meta.link.attempt_us;
+            }
+            if (meta.link.queued == 1 && meta.link.start_us < wake) {
+                wake = meta.link.start_us;
+            }
+            meta.link.wake_us = blocked ? 0 : wake;
         } else if (meta.link.out_port != 0) {
             std.egress_spec = meta.link.out_port;
         } else {

@@ -1,0 +1,35 @@
+"""A switch on veth pairs, for packet tests and benchmarks without Mininet.
+
+Creates one veth pair per port, starts simple_switch_grpc on the switch ends
+(gRPC on a free port of 127.0.0.1), installs the program, a port layout and a
+profile, and on exit stops exactly that switch and deletes exactly those pairs.
+"""
+
+import os
+from contextlib import contextmanager
+
+from . import dataplane
+from .bmv2 import SimpleSwitchGrpc, free_tcp_port
+from .p4runtime import Switch
+from .veth import VethPair
+
+
+@contextmanager
+def veth_testbed(layout, profile, p4info_path, bmv2_json_path):
+    """Yields (SimpleSwitchGrpc, {port number: test-side interface name})."""
+    tag = f"le{os.getpid() % 100000}"
+    ports = [p.number for p in layout.fixed + layout.mobile]
+    pairs = {port: VethPair(f"{tag}-{port}s", f"{tag}-{port}p") for port in ports}
+    switch = SimpleSwitchGrpc({p: v.switch_end for p, v in pairs.items()},
+                              grpc_port=free_tcp_port())
+    try:
+        for pair in pairs.values():
+            pair.create()
+        switch.start()
+        with Switch(switch.grpc_address) as controller:
+            dataplane.install(controller, p4info_path, bmv2_json_path, layout, profile)
+        yield switch, {port: pair.peer for port, pair in pairs.items()}
+    finally:
+        switch.stop()
+        for pair in pairs.values():
+            pair.delete()
