@@ -7,6 +7,7 @@ Mininet host (its own network namespace) in 10.0.0.0/8, with checksum
 offload off and the profile's MTU.
 """
 
+import os
 import threading
 from contextlib import contextmanager
 from pathlib import Path
@@ -63,6 +64,10 @@ def emulated_link(profile, fixed=1, mobile=1, grpc_port=9559, segments=None,
         for host in net.hosts:
             quiet_host(host, profile.mtu)
         net.start()
+        s1 = net.get("s1")
+        for host in net.hosts:
+            # Commands a host runs inherit its shell's cores: keep them off the switch's.
+            os.sched_setaffinity(host.pid, s1.bmv2.other_cores())
         with Switch(f"127.0.0.1:{grpc_port}") as controller:
             dataplane.install(controller, BUILD / "linkemu.p4info.txtpb",
                               BUILD / "linkemu.json", port_layout(net, fixed), profile)

@@ -57,7 +57,9 @@ def main(argv=None):
             command += ["--interface", f"{port}@{peer}"]
         if args.xunit_dir:
             command += ["--xunit", "--xunit-dir", args.xunit_dir]
-        return subprocess.run(command + args.tests).returncode
+        return subprocess.run(
+            command + args.tests,
+            preexec_fn=lambda: os.sched_setaffinity(0, switch.other_cores())).returncode
 
 if __name__ == "__main__":
     sys.exit(main())

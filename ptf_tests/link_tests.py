@@ -1,23 +1,31 @@
 """PTF tests of the emulated link: forwarding, rate, delay, queue, live push.
 
 Times come from kernel timestamps of captures on the test's own interfaces
-(LinkemuTest.timed), not from PTF's receive thread."""
+(LinkemuTest.timed) and are checked against the link model's due instants
+(LinkemuTest.assert_on_time), not PTF's receive thread."""
 
-import statistics
-
+import numpy as np
 from ptf import testutils
 from scapy.layers.l2 import ARP, Ether
 
 from linkemu_base import (ETH_HEADER, FIXED_PORT, HOST_IPS, HOST_MACS, MOBILE_PORTS,
-                          LinkemuTest, udp_frame)
+                          LinkemuTest, profile, seqs, udp_frame)
 
 MOBILE = MOBILE_PORTS[0]
-SPACING_TOLERANCE_S = 0.001   # one departure against the link's pace
-DELAY_TOLERANCE_S = 0.002     # one delivery against its due instant
+# Fitted departure pace against length x 8 / rate. The release lag grows with
+# the number of packets held (one pass of the hold loop each, ~10 us here), so a
+# draining burst leaves up to ~1 % fast; assert_on_time bounds every frame.
+RATE_TOLERANCE = 0.01
 
 
 def serialization_s(frame_len, rate_bps):
     return (frame_len - ETH_HEADER) * 8 / rate_bps
+
+
+def departure_pace(frames):
+    """Seconds per frame: least-squares slope of departure time over index."""
+    times = np.array([f.ts for f in frames])
+    return np.polyfit(np.arange(len(times)), times, 1)[0]
 
 
 class BothDirectionsForwardTest(LinkemuTest):
@@ -60,61 +68,60 @@ class ArpCrossesTest(LinkemuTest):
 
 
 class BurstSpacingTest(LinkemuTest):
-    """A burst leaves the link spaced by length x 8 / rate, in order, in each
-    direction."""
+    """A burst leaves the link spaced by length x 8 / rate, in order, each
+    frame on time, in each direction."""
 
-    def check_burst(self, src, dst, rate_bps, frame_len, count):
+    LINK = {"downlink": {"rate": "1Mbit", "queue": 100},
+            "uplink": {"rate": "2Mbit", "queue": 100}}
+
+    def check_burst(self, src, dst, direction, rate_bps, frame_len, count):
         expected = serialization_s(frame_len, rate_bps)
-        _, received = self.timed(src, dst, lambda: self.send_spaced(src, dst, count, 0, frame_len),
-                                 wait=count * expected + 1)
-        self.assertEqual([seq for _, seq in received], list(range(count)))
-        times = [t for t, _ in received]
-        gaps = [b - a for a, b in zip(times, times[1:])]
-        self.assertAlmostEqual(statistics.mean(gaps), expected, delta=expected * 0.005)
-        for gap in gaps:
-            self.assertAlmostEqual(gap, expected, delta=SPACING_TOLERANCE_S)
+        sent, received = self.timed(
+            src, dst, lambda: self.send_spaced(src, dst, count, 0, frame_len),
+            wait=count * expected + 1)
+        self.assertEqual(seqs(received), list(range(count)))
+        self.assertAlmostEqual(departure_pace(received), expected,
+                               delta=expected * RATE_TOLERANCE)
+        self.assert_on_time(sent, received, getattr(profile(**self.LINK), direction))
 
     def runTest(self):
-        self.push({"downlink": {"rate": "1Mbit", "queue": 100},
-                   "uplink": {"rate": "2Mbit", "queue": 100}})
-        self.check_burst(FIXED_PORT, MOBILE, 1e6, 1000, 30)
-        self.check_burst(MOBILE, FIXED_PORT, 2e6, 500, 30)
+        self.push(self.LINK)
+        self.check_burst(FIXED_PORT, MOBILE, "downlink", 1e6, 1000, 30)
+        self.check_burst(MOBILE, FIXED_PORT, "uplink", 2e6, 500, 30)
 
 
 class DelayTest(LinkemuTest):
     """Every frame arrives no earlier than serialization plus propagation
-    delay, and at most DELAY_TOLERANCE_S later."""
+    delay, and within the stated tolerance after it."""
 
-    def check_delays(self, src, dst, rate_bps, delay_s, count, interval_s, frame_len=200):
-        expected = delay_s + serialization_s(frame_len, rate_bps)
+    LINK = {"downlink": {"rate": "10Mbit", "delay": "100ms"},
+            "uplink": {"rate": "64kbit", "delay": "300ms"}}
+
+    def check_delays(self, src, dst, direction, count, interval_s):
+        link = getattr(profile(**self.LINK), direction)
         sent, received = self.timed(
-            src, dst, lambda: self.send_spaced(src, dst, count, interval_s, frame_len),
-            wait=expected + 1)
-        self.assertEqual([seq for _, seq in received], list(range(count)))
-        for arrived, seq in received:
-            delay = arrived - sent[seq]
-            self.assertGreaterEqual(delay, expected)
-            self.assertLessEqual(delay, expected + DELAY_TOLERANCE_S)
+            src, dst, lambda: self.send_spaced(src, dst, count, interval_s, 200),
+            wait=link.delay_us / 1e6 + 1)
+        self.assertEqual(seqs(received), list(range(count)))
+        self.assert_on_time(sent, received, link)
 
     def runTest(self):
-        self.push({"downlink": {"rate": "10Mbit", "delay": "100ms"},
-                   "uplink": {"rate": "64kbit", "delay": "300ms"}})
-        self.check_delays(FIXED_PORT, MOBILE, 10e6, 0.1, count=30, interval_s=0.01)
-        self.check_delays(MOBILE, FIXED_PORT, 64e3, 0.3, count=10, interval_s=0.05)
+        self.push(self.LINK)
+        self.check_delays(FIXED_PORT, MOBILE, "downlink", count=30, interval_s=0.01)
+        self.check_delays(MOBILE, FIXED_PORT, "uplink", count=10, interval_s=0.05)
 
 
 class LongHoldTest(LinkemuTest):
     """Holds of 5 s, as the studies' links with ARQ need, keep their accuracy."""
 
     def runTest(self):
-        self.push({"downlink": {"delay": "5s"}})
+        link = {"downlink": {"delay": "5s"}}
+        self.push(link)
         sent, received = self.timed(FIXED_PORT, MOBILE,
                                     lambda: self.send_spaced(FIXED_PORT, MOBILE, 20, 0.05),
                                     wait=6.5)
-        self.assertEqual([seq for _, seq in received], list(range(20)))
-        for arrived, seq in received:
-            self.assertGreaterEqual(arrived - sent[seq], 5.0)
-            self.assertLessEqual(arrived - sent[seq], 5.0 + DELAY_TOLERANCE_S)
+        self.assertEqual(seqs(received), list(range(20)))
+        self.assert_on_time(sent, received, profile(**link).downlink)
 
 
 class QueueTailDropTest(LinkemuTest):
@@ -129,7 +136,7 @@ class QueueTailDropTest(LinkemuTest):
                                                                     self.FRAME),
                                  wait=(queue + 1) * serialization_s(self.FRAME, 64e3) + 1)
         kept = queue + 1  # one frame on the link, `queue` frames waiting
-        self.assertEqual([seq for _, seq in received], list(range(kept)))
+        self.assertEqual(seqs(received), list(range(kept)))
         self.assertEqual(self.counter_delta(before, "drop_queue", direction), burst - kept)
         self.assertEqual(self.counter_delta(before, "link_out", direction), kept)
 
@@ -143,24 +150,24 @@ class QueueTailDropTest(LinkemuTest):
 class LivePushTest(LinkemuTest):
     """`linkemu push` changes the rate of a running link."""
 
-    def mean_gap(self, rate_bps, count=15, frame_len=1400):
+    def pace(self, rate_bps, count=40, frame_len=1400):
         sent, received = self.timed(
             FIXED_PORT, MOBILE,
             lambda: self.send_spaced(FIXED_PORT, MOBILE, count, 0, frame_len),
             wait=count * serialization_s(frame_len, rate_bps) + 1)
-        # The sender must outpace the link, or the gaps measure the sender.
-        self.assertLess(max(sent.values()) - min(sent.values()),
+        # The sender must outpace the link, or the pace measures the sender.
+        self.assertLess(sent[-1].ts - sent[0].ts,
                         serialization_s(frame_len, rate_bps) * (count - 1) / 2)
         self.assertEqual(len(received), count)
-        return (received[-1][0] - received[0][0]) / (count - 1)
+        return departure_pace(received)
 
     def runTest(self):
-        self.push({"downlink": {"rate": "1Mbit"}})
-        self.assertAlmostEqual(self.mean_gap(1e6), serialization_s(1400, 1e6),
-                               delta=serialization_s(1400, 1e6) * 0.005)
-        self.push({"downlink": {"rate": "4Mbit"}})
-        self.assertAlmostEqual(self.mean_gap(4e6), serialization_s(1400, 4e6),
-                               delta=serialization_s(1400, 4e6) * 0.005)
+        for rate in ("1Mbit", "4Mbit"):
+            self.push({"downlink": {"rate": rate}})
+            rate_bps = profile(downlink={"rate": rate}).downlink.rate_bps
+            expected = serialization_s(1400, rate_bps)
+            self.assertAlmostEqual(self.pace(rate_bps), expected,
+                                   delta=expected * RATE_TOLERANCE)
 
 
 class CountersTest(LinkemuTest):

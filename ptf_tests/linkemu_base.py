@@ -20,6 +20,7 @@ from scapy.layers.l2 import Ether
 
 from linkemu import dataplane
 from linkemu.capture import Capture
+from linkemu.fidelity import compare
 from linkemu.p4runtime import Switch
 from linkemu.profile import parse_profile
 
@@ -29,6 +30,11 @@ MOBILE_PORTS = (2, 3)
 HOST_MACS = {1: "00:00:00:00:00:01", 2: "00:00:00:00:00:02", 3: "00:00:00:00:00:03"}
 HOST_IPS = {1: "10.0.0.1", 2: "10.0.0.2", 3: "10.0.0.3"}
 ETH_HEADER = 14
+# Release tolerance: measured from the test's own send to its own receive
+# (kernel timestamps), so it includes BMv2's forwarding latency (~0.4 ms).
+# 10 ms is the overshoot at which the studies' emulator discarded a run.
+P90_LATE_S = 0.0015
+MAX_LATE_S = 0.010
 IDEAL = {"downlink": {"rate": "unlimited"}, "uplink": {"rate": "unlimited"}}
 
 
@@ -56,6 +62,10 @@ def udp_frame(src_port, dst_port, seq, length=100):
     return frame / struct.pack("!I", seq) / (b"\x00" * pad)
 
 
+def seqs(frames):
+    return [frame_seq(f.data) for f in frames]
+
+
 def frame_seq(data):
     """The sequence number udp_frame put in a received frame."""
     return struct.unpack("!I", bytes(data)[42:46])[0]
@@ -67,8 +77,28 @@ def is_udp_frame(data):
         data[36:38] == b"\x00\x09"
 
 
+_warm = False
+
+
 class LinkemuTest(BaseTest):
     """Connects to the switch; restores the ideal profile after each test."""
+
+    def warm_up(self):
+        """Runs held traffic through a new switch once: its first packets
+        meet cold caches and allocators (measured: a first burst up to 4.5 ms
+        late, later ones within 1.3 ms), which is not what the tests measure."""
+        global _warm
+        if _warm:
+            return
+        self.push({"downlink": {"rate": "10Mbit", "delay": "20ms"},
+                   "uplink": {"rate": "10Mbit", "delay": "20ms"}})
+        for _ in range(3):
+            self.send_spaced(FIXED_PORT, MOBILE_PORTS[0], 100, 0, 500)
+            self.send_spaced(MOBILE_PORTS[0], FIXED_PORT, 100, 0, 500)
+            time.sleep(0.3)
+        self.push(IDEAL)
+        self.drain()
+        _warm = True
 
     def setUp(self):
         super().setUp()
@@ -77,6 +107,7 @@ class LinkemuTest(BaseTest):
         self.switch = Switch(testutils.test_param_get("grpc"))
         self.switch.connect()
         self.switch.load_p4info()
+        self.warm_up()
         self.push(IDEAL)
         self.drain()
 
@@ -146,8 +177,7 @@ class LinkemuTest(BaseTest):
         """Runs `send()` while capturing what `src` sends and `dst` receives,
         with kernel timestamps, for `wait` seconds after it returns.
 
-        Returns ({seq: send time}, [(arrival time, seq)] in arrival order) for
-        the frames made by udp_frame."""
+        Returns (sent, received): the udp_frame frames as fidelity.Frames."""
         captures = [Capture(ptf.config["port_map"][(0, port)], direction,
                             self.workdir / f"{port}-{direction}.pcap")
                     for port, direction in ((src, "out"), (dst, "in"))]
@@ -160,8 +190,20 @@ class LinkemuTest(BaseTest):
             for capture in captures:
                 capture.stop()
         sent, received = ([f for f in c.frames() if is_udp_frame(f.data)] for c in captures)
-        return ({frame_seq(f.data): f.ts for f in sent},
-                [(f.ts, frame_seq(f.data)) for f in received])
+        return sent, received
+
+    def assert_on_time(self, sent, received, direction):
+        """Every received frame left no earlier than the link model's due
+        instant for it, 90 % within P90_LATE_S and all within MAX_LATE_S; and
+        the model agrees with which frames were dropped."""
+        fidelity = compare(sent, received, direction)
+        self.assertEqual((fidelity.unexpected_drops, fidelity.unexpected_deliveries), (0, 0))
+        late = sorted(fidelity.errors)
+        self.assertGreaterEqual(late[0], 0, "a frame left before it was due")
+        self.assertLessEqual(late[int(0.9 * (len(late) - 1))], P90_LATE_S, late)
+        print(f"lateness ms: p50 {late[len(late) // 2] * 1e3:.3f} max {late[-1] * 1e3:.3f}")
+        self.assertLessEqual(late[-1], MAX_LATE_S, late)
+        return fidelity
 
     def assert_quiet(self, timeout):
         """No frame at all on any port for `timeout` seconds."""

@@ -11,11 +11,11 @@ from scipy import stats
 
 from linkemu.link_states import Segment
 from linkemu.state_driver import StateDriver
-from linkemu_base import FIXED_PORT, MOBILE_PORTS, LinkemuTest, frame_seq, profile, udp_frame
+from linkemu_base import (FIXED_PORT, MAX_LATE_S, MOBILE_PORTS, LinkemuTest, frame_seq,
+                          profile, seqs)
 
 MOBILE = MOBILE_PORTS[0]
 Z999 = 3.29  # two-sided 99.9 % normal quantile
-TIMING_TOLERANCE_S = 0.005
 
 
 def binomial_bounds(n, p):
@@ -56,15 +56,17 @@ class ArqTest(LinkemuTest):
                                         "in_order": False}}})
         self.set_errors(p)
         before = self.counters()
-        sent = self.send_spaced(FIXED_PORT, MOBILE, count, 0.004)
-        received = self.receive(MOBILE, count, timeout=0.05 + n * retx_s + 2)
+        sent, received = self.timed(
+            FIXED_PORT, MOBILE, lambda: self.send_spaced(FIXED_PORT, MOBILE, count, 0.004),
+            wait=0.05 + n * retx_s + 1)
+        sent_at = {frame_seq(f.data): f.ts for f in sent}
         tries = [0] * (n + 1)
-        for arrived, frame in received:
-            extra = arrived - sent[frame_seq(frame)] - 0.05
+        for frame in received:
+            extra = frame.ts - sent_at[frame_seq(frame.data)] - 0.05
             k = round(extra / retx_s)
             self.assertLessEqual(k, n)
             self.assertGreaterEqual(extra, k * retx_s)
-            self.assertLessEqual(extra, k * retx_s + TIMING_TOLERANCE_S)
+            self.assertLessEqual(extra, k * retx_s + MAX_LATE_S)
             tries[k] += 1
         lost = count - len(received)
         observed = tries + [lost]
@@ -86,22 +88,24 @@ class InOrderReleaseTest(LinkemuTest):
         self.push({"downlink": {"arq": {"delay": "300ms", "max_retransmissions": 1,
                                         "in_order": in_order}}})
         before = self.counters()
-        self.set_errors(1.0)
-        sent = self.send_spaced(FIXED_PORT, MOBILE, 1, 0)  # drawn at once: retransmitted
-        time.sleep(0.05)
-        self.set_errors(0.0)
-        sent += [self.send(FIXED_PORT, udp_frame(FIXED_PORT, MOBILE, seq)) for seq in (1, 2, 3)]
-        received = self.receive(MOBILE, 4, timeout=2)
-        order = [frame_seq(f) for _, f in received]
-        first = {frame_seq(f): t for t, f in received}
-        self.assertAlmostEqual(first[0] - sent[0], 0.3, delta=TIMING_TOLERANCE_S)
+
+        def send():
+            self.set_errors(1.0)
+            self.send_spaced(FIXED_PORT, MOBILE, 1, 0)  # drawn at once: retransmitted
+            time.sleep(0.05)
+            self.set_errors(0.0)
+            self.send_spaced(FIXED_PORT, MOBILE, 3, 0, first_seq=1)
+
+        sent, received = self.timed(FIXED_PORT, MOBILE, send, wait=1)
+        arrived = {frame_seq(f.data): f.ts for f in received}
+        self.assertAlmostEqual(arrived[0] - sent[0].ts, 0.3, delta=MAX_LATE_S)
         if in_order:
-            self.assertEqual(order, [0, 1, 2, 3])
+            self.assertEqual(seqs(received), [0, 1, 2, 3])
             for seq in (1, 2, 3):
-                self.assertLessEqual(first[seq] - first[0], TIMING_TOLERANCE_S)
+                self.assertLessEqual(arrived[seq] - arrived[0], MAX_LATE_S)
             self.assertEqual(self.counter_delta(before, "held_behind", "downlink"), 3)
         else:
-            self.assertEqual(order, [1, 2, 3, 0])
+            self.assertEqual(seqs(received), [1, 2, 3, 0])
             self.assertEqual(self.counter_delta(before, "held_behind", "downlink"), 0)
 
     def runTest(self):
@@ -126,17 +130,21 @@ class StateChangeTest(LinkemuTest):
                     Segment("good", 2_000_000, 3_000_000)]
         driver = StateDriver(self.switch, chain, timeline)
         thread = threading.Thread(target=driver.run)
-        thread.start()
-        sent = self.send_spaced(FIXED_PORT, MOBILE, 300, 0.01)
-        thread.join()
-        received = {frame_seq(f) for _, f in self.receive(MOBILE, 300, timeout=2)}
-        origin = sent[0]
+
+        def send():
+            thread.start()
+            self.send_spaced(FIXED_PORT, MOBILE, 300, 0.01)
+            thread.join()
+
+        sent, received = self.timed(FIXED_PORT, MOBILE, send, wait=0.5)
+        delivered = set(seqs(received))
+        origin = driver.applied[0].applied_unix
         phases = {"good": [], "bad": []}
-        for seq, when in enumerate(sent):
-            offset = when - origin
+        for frame in sent:
+            seq, offset = frame_seq(frame.data), frame.ts - origin
             # Skip 50 ms around each change: the driver's clock and ours differ.
             if 0.05 < offset % 1.0 < 0.95:
-                phases["bad" if 1 <= offset < 2 else "good"].append(seq in received)
+                phases["bad" if 1 <= offset < 2 else "good"].append(seq in delivered)
         good_rate = sum(phases["good"]) / len(phases["good"])
         bad_rate = sum(phases["bad"]) / len(phases["bad"])
         self.assertEqual(good_rate, 1.0)

@@ -30,10 +30,19 @@ class SimpleSwitchGrpc:
 
     `ports` maps switch port numbers to interface names. The switch starts with
     no program; a controller pushes it over P4Runtime.
+
+    All its threads are pinned to one core (`cpu`, by default the last one),
+    and callers keep their own processes off it (other_cores): the hold loop
+    keeps the switch's ingress and egress threads busy whenever packets are
+    held, and a core shared with other work delays the switch's transmit
+    thread by whole scheduler slices (measured: p99 release error 0.7-1 ms
+    pinned, 1.3-7.7 ms unpinned, for a 30-packet burst).
     """
 
-    def __init__(self, ports, grpc_port=9559, device_id=0, log_path=None):
+    def __init__(self, ports, grpc_port=9559, device_id=0, log_path=None, cpu=None):
         self.ports = dict(ports)
+        cores = sorted(os.sched_getaffinity(0))
+        self.cpu = cores[-1] if cpu is None else cpu
         self.grpc_address = f"127.0.0.1:{grpc_port}"
         self.device_id = device_id
         self.log_path = Path(log_path or f"/tmp/linkemu-switch-{grpc_port}.log")
@@ -49,8 +58,9 @@ class SimpleSwitchGrpc:
         if self._listening():
             raise RuntimeError(f"{self.grpc_address} is already taken by another server")
         with open(self.log_path, "wb") as log:
-            self.process = subprocess.Popen(self.command(), stdout=log,
-                                            stderr=subprocess.STDOUT, start_new_session=True)
+            self.process = subprocess.Popen(
+                self.command(), stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+                preexec_fn=lambda: os.sched_setaffinity(0, {self.cpu}))
         deadline = time.monotonic() + timeout
         while not self._listening():
             if self.process.poll() is not None:
@@ -73,6 +83,11 @@ class SimpleSwitchGrpc:
             return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
         except OSError:
             return ""
+
+    def other_cores(self):
+        """The cores left to everything else: run traffic sources and
+        captures there, so that nothing competes with the switch's core."""
+        return (set(os.sched_getaffinity(0)) - {self.cpu}) or {self.cpu}
 
     @property
     def pid(self):
