@@ -78,6 +78,7 @@ def test_ack_bursts_after_bad_states_and_bulk_completes(tmp_path):
                for r in csv.DictReader(f) if r["state"] == "bad"]
     bursts = ack_bursts(pcap)
     assert bursts, "no ACK bursts: in-order release behind retransmissions is missing"
+    print(f"{len(bursts)} ACK bursts of sizes {[len(b) for b in bursts]}; {len(bad)} bad states")
     for burst in bursts:
         # A burst is released when a frame retransmitted in a bad state gets
         # through: at most max_retransmissions x 700 ms after the state ends,

@@ -4,7 +4,9 @@ import subprocess
 
 
 def _run(*args):
-    subprocess.run(args, check=True, capture_output=True, text=True)
+    result = subprocess.run(args, capture_output=True, text=True)
+    if result.returncode != 0:
+        raise RuntimeError(f"{' '.join(args)} failed: {result.stderr.strip()}")
 
 
 def host_interface_commands(name, mtu=None):
@@ -20,10 +22,11 @@ def host_interface_commands(name, mtu=None):
 
 def quiet_interface(name, mtu=None):
     """Readies a switch-side interface: as a host's, and without the kernel's
-    own IPv6 chatter, which would otherwise cross the emulated link."""
+    own IPv6 chatter, which would otherwise cross the emulated link. (IPv6
+    first: an MTU under 1280 removes the interface's IPv6 settings.)"""
+    _run("sysctl", "-q", "-w", f"net.ipv6.conf.{name}.disable_ipv6=1")
     for command in host_interface_commands(name, mtu):
         _run(*command)
-    _run("sysctl", "-q", "-w", f"net.ipv6.conf.{name}.disable_ipv6=1")
 
 
 class VethPair:
