@@ -9,7 +9,7 @@ FIXED   ?= 1
 MOBILE  ?= 1
 DEBIAN_PACKAGES := python3-venv mininet iperf3 tcpdump ethtool iproute2 iputils-ping
 
-.PHONY: all setup check-tools build run ptf test unit clean
+.PHONY: all setup check-tools build run ptf test unit bench clean
 
 all: build
 
@@ -56,6 +56,13 @@ test:
 
 unit:
 	$(PYTHON) -m pytest -ra control_plane/tests
+
+# Release-time error and switch CPU: a TCP flow through two links, and 100
+# packets held at once. Needs root, BMv2 and Mininet; prints JSON.
+bench: build
+	$(PYTHON) bench/tcp_fidelity.py --profile profiles/gprs-optimal.yaml \
+	    --profile profiles/10mbit-20ms.yaml --seconds 20
+	$(PYTHON) bench/hold_loop.py --profile profiles/10mbit-20ms.yaml --count 1000 --interval 0.0005
 
 clean:
 	rm -rf $(BUILD)

@@ -19,7 +19,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.append(str(ROOT / "mininet"))
 
 from emunet import emulated_link  # noqa: E402
+from linkemu import dataplane  # noqa: E402
 from linkemu.bmv2 import free_tcp_port  # noqa: E402
+from linkemu.p4runtime import Switch  # noqa: E402
 from linkemu.capture import Capture  # noqa: E402
 from linkemu.fidelity import compare  # noqa: E402
 from linkemu.profile import load_profile  # noqa: E402
@@ -45,9 +47,11 @@ def measure(profile_path, seconds, workdir):
         time.sleep(2 + 2 * max(profile.downlink.delay_us, profile.uplink.delay_us) / 1e6)
         for capture in captures.values():
             capture.stop()
+        with Switch(s1.bmv2.grpc_address) as controller:
+            counters = dataplane.read_counters(controller)
     results = {"profile": profile.name, "tcp_seconds": seconds,
                "goodput_bps": report["end"]["sum_received"]["bits_per_second"],
-               "switch_cpu_cores": round(cpu, 3)}
+               "switch_cpu_cores": round(cpu, 3), "counters": counters}
     for name, src, dst, direction in (("downlink", fixed, mobile, profile.downlink),
                                       ("uplink", mobile, fixed, profile.uplink)):
         fidelity = compare(captures[src, "in"].frames(), captures[dst, "out"].frames(),

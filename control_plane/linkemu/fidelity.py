@@ -71,6 +71,7 @@ class Fidelity:
     model_drops: int
     unexpected_drops: int  # the model delivers them, the switch did not
     unexpected_deliveries: int  # the model drops them, the switch did not
+    ambiguous: int = 0  # distinct contents seen more than once, left out
 
     def percentile(self, p):
         ordered = sorted(self.errors)
@@ -89,22 +90,27 @@ class Fidelity:
             "model_drops": self.model_drops,
             "unexpected_drops": self.unexpected_drops,
             "unexpected_deliveries": self.unexpected_deliveries,
+            "ambiguous": self.ambiguous,
         }
 
 
 def compare(arrivals, departures, direction):
-    """Matches departures to arrivals by content (FIFO among identical frames)
-    and measures each delivered frame's error against the model."""
+    """Matches departures to arrivals by content and measures each delivered
+    frame's error against the model. Frames whose content arrived more than
+    once (e.g. repeated IPv6 solicitations) cannot be matched and are left out."""
     dues = model_due(arrivals, direction)
     pending = defaultdict(deque)
     for frame, due in zip(arrivals, dues):
         pending[frame.data, frame.length].append(due)
+    ambiguous = {key for key, queue in pending.items() if len(queue) > 1}
+    for key in ambiguous:
+        del pending[key]
     errors = []
     unexpected_deliveries = 0
     for frame in departures:
-        queue = pending[frame.data, frame.length]
+        queue = pending.get((frame.data, frame.length))
         if not queue:
-            continue  # not from this direction's arrivals (e.g. before the capture)
+            continue  # ambiguous, or not from these arrivals (e.g. before the capture)
         due = queue.popleft()
         if due is None:
             unexpected_deliveries += 1
@@ -115,4 +121,5 @@ def compare(arrivals, departures, direction):
     return Fidelity(errors=errors, delivered=len(errors) + unexpected_deliveries,
                     model_drops=sum(d is None for d in dues),
                     unexpected_drops=unexpected_drops,
-                    unexpected_deliveries=unexpected_deliveries)
+                    unexpected_deliveries=unexpected_deliveries,
+                    ambiguous=len(ambiguous))

@@ -39,3 +39,11 @@ def test_compare_measures_errors_and_disagreements():
     assert result.delivered == 3 and result.unexpected_drops == 1
     assert all(abs(e - 0.0002) < 1e-9 for e in result.errors)
     assert abs(result.summary()["p50_ms"] - 0.2) < 1e-6
+
+
+def test_repeated_contents_are_left_out():
+    link = Direction(rate_bps=None, delay_us=0, queue_packets=10, overhead_bytes=0)
+    arrivals = [Frame(1.0, b"same", 60), Frame(2.0, b"same", 60), Frame(3.0, b"x", 60)]
+    departures = [Frame(2.0001, b"same", 60), Frame(3.0001, b"x", 60)]
+    result = compare(arrivals, departures, link)
+    assert result.ambiguous == 1 and result.delivered == 1 and result.unexpected_drops == 0
