@@ -57,12 +57,13 @@ test:
 unit:
 	$(PYTHON) -m pytest -ra control_plane/tests
 
-# Release-time error and switch CPU: a TCP flow through two links, and 100
-# packets held at once. Needs root, BMv2 and Mininet; prints JSON.
+# Release-time error and switch CPU (a TCP flow through two links; a paced
+# stream), and link-state change latency. Needs root, BMv2, Mininet; prints JSON.
 bench: build
 	$(PYTHON) bench/tcp_fidelity.py --profile profiles/gprs-optimal.yaml \
 	    --profile profiles/10mbit-20ms.yaml --seconds 20
 	$(PYTHON) bench/hold_loop.py --profile profiles/10mbit-20ms.yaml --count 1000 --interval 0.0005
+	$(PYTHON) bench/state_latency.py --interval 0.05 --seconds 20
 
 clean:
 	rm -rf $(BUILD)

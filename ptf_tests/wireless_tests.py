@@ -9,7 +9,9 @@ import time
 
 from scipy import stats
 
-from linkemu.link_states import Segment
+from linkemu import dataplane
+from linkemu.link_states import Segment, walk
+from linkemu.p4runtime import Switch
 from linkemu.state_driver import StateDriver
 from linkemu_base import (FIXED_PORT, MAX_LATE_S, MOBILE_PORTS, LinkemuTest, frame_seq,
                           profile, seqs)
@@ -153,6 +155,28 @@ class StateChangeTest(LinkemuTest):
         summary = driver.latency_summary()
         self.assertEqual(summary["changes"], 3)
         print(f"state change latency: {summary}")
+
+
+class DriverSurvivesPushTest(LinkemuTest):
+    """A running state driver takes the switch back after another client
+    (as `linkemu push` does) has pushed a profile in the middle of its walk."""
+
+    def runTest(self):
+        static = {"distribution": "static", "value": "200ms"}
+        chain = profile(link_states={"start": {"a": 1}, "states": {
+            "a": {"error": 0, "duration": static, "next": {"b": 1}},
+            "b": {"error": 0.5, "duration": static, "next": {"a": 1}}}}).states
+        with Switch(self.switch.address) as own:
+            own.load_p4info()
+            driver = StateDriver(own, chain, walk(chain))
+            thread = threading.Thread(target=driver.run, kwargs={"duration_s": 2})
+            thread.start()
+            time.sleep(0.7)
+            with Switch(self.switch.address) as other:
+                dataplane.push_profile(other, profile(downlink={"rate": "1Mbit"}))
+            thread.join()
+        self.assertIsNone(driver.error)
+        self.assertEqual(driver.latency_summary()["changes"], 10)
 
 
 class LossModelTest(LinkemuTest):

@@ -48,10 +48,19 @@ def assert_torn_down(output):
 
 
 def test_script_runs_and_everything_is_removed(tmp_path):
-    run = launch("h1 ping -c 3 h2\n", tmp_path, free_tcp_port())
+    port = free_tcp_port()
+    linkemu = Path(sys.executable).with_name("linkemu")
+    script = (f"sh {linkemu} --switch 127.0.0.1:{port} push "
+              f"{ROOT / 'profiles' / '1mbit-50ms.yaml'}\n"
+              "h1 ping -c 3 h2\n"
+              f"sh {linkemu} --switch 127.0.0.1:{port} counters\n")
+    run = launch(script, tmp_path, port)
     output, _ = run.communicate(timeout=120)
     assert run.returncode == 0, output
-    assert "3 received" in output, output
+    assert "pushed profile 1mbit-50ms" in output, output
+    rtts = [float(x) for x in re.findall(r"time=([0-9.]+) ms", output)]
+    assert len(rtts) == 3 and min(rtts) > 100, output  # the pushed 50 ms each way
+    assert re.search(r"link_out\s+[1-9]", output), output
     assert_torn_down(output)
 
 

@@ -191,11 +191,15 @@ class Switch:
                 raise P4RuntimeError("no arbitration answer from the switch") from None
             if isinstance(response, grpc.RpcError):
                 raise P4RuntimeError(f"arbitration failed: {response.details()}")
-            if response.HasField("arbitration"):
-                if response.arbitration.status.code != grpc.StatusCode.OK.value[0]:
-                    raise P4RuntimeError("another controller with a higher election id "
-                                         "is primary for this switch")
-                return
+            if not response.HasField("arbitration"):
+                continue
+            primary = response.arbitration.election_id
+            if response.arbitration.status.code == grpc.StatusCode.OK.value[0]:
+                if primary == self.election_id:
+                    return
+            elif (primary.high, primary.low) > (self.election_id.high, self.election_id.low):
+                raise P4RuntimeError("another controller with a higher election id "
+                                     "is primary for this switch")
 
     def close(self):
         if self._requests is not None:
@@ -205,6 +209,7 @@ class Switch:
         self._channel = self._requests = None
 
     def _call(self, method, request):
+        """One unary RPC, its failure as a P4RuntimeError."""
         try:
             return method(request, timeout=self.timeout)
         except grpc.RpcError as err:
@@ -234,14 +239,25 @@ class Switch:
         return self.p4info
 
     def write(self, updates):
-        """Sends (type, entity) updates in one batch."""
+        """Sends (type, entity) updates in one batch.
+
+        A long-lived controller (the state driver) loses primacy to a newer
+        client such as `linkemu push`; it takes it back once that one is gone."""
         if not updates:
             return
-        request = p4runtime_pb2.WriteRequest(device_id=self.device_id,
-                                             election_id=self.election_id)
+        request = p4runtime_pb2.WriteRequest(device_id=self.device_id)
         for kind, entity in updates:
             request.updates.add(type=kind).entity.CopyFrom(entity)
-        self._call(self._stub.Write, request)
+        for attempt in (1, 2):
+            request.election_id.CopyFrom(self.election_id)
+            try:
+                self._stub.Write(request, timeout=self.timeout)
+                return
+            except grpc.RpcError as err:
+                if err.code() != grpc.StatusCode.PERMISSION_DENIED or attempt == 2:
+                    raise P4RuntimeError(_describe_rpc_error(err)) from None
+            self.election_id = p4runtime_pb2.Uint128(high=0, low=time.time_ns() // 1000)
+            self._become_primary()
 
     def read(self, entity):
         request = p4runtime_pb2.ReadRequest(device_id=self.device_id)

@@ -33,10 +33,12 @@ class StateDriver:
         self.segments = segments
         self.record_path = record_path
         self.applied = []
+        self.error = None
         self.stopping = threading.Event()
 
     def run(self, duration_s=None):
-        """Until the segments end, `duration_s` passes, or stop() is called."""
+        """Until the segments end, `duration_s` passes, or stop() is called.
+        A failure to write ends the walk; it is kept in `error` and raised."""
         record = open(self.record_path, "w", newline="") if self.record_path else None
         writer = csv.writer(record) if record else None
         if writer:
@@ -49,7 +51,11 @@ class StateDriver:
                     break
                 if self.stopping.wait(max(0.0, origin + start - time.monotonic())):
                     break
-                dataplane.write_link_state(self.switch, self.chain.states[segment.state])
+                try:
+                    dataplane.write_link_state(self.switch, self.chain.states[segment.state])
+                except Exception as err:
+                    self.error = err
+                    raise
                 latency = time.monotonic() - (origin + start)
                 applied = Applied(segment, time.time(), latency)
                 self.applied.append(applied)
