@@ -4,15 +4,14 @@ and a bulk transfer still completes."""
 
 import csv
 import json
-import os
 import time
 from pathlib import Path
 
-import pytest
 from scapy.layers.inet import TCP
 from scapy.utils import PcapReader
 
-from linkemu.bmv2 import free_tcp_port, missing_tools
+from conftest import needs_mininet
+from linkemu.bmv2 import free_tcp_port
 from linkemu.profile import load_profile
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -20,18 +19,7 @@ BURST_GAP_S = 0.002   # ACKs normally arrive >= 6.5 ms apart (52 B at 64 kbit/s)
 BULK_BYTES = 150_000
 
 
-def why_not():
-    missing = missing_tools("simple_switch_grpc", "iperf3", "tcpdump", "ethtool")
-    if missing:
-        return f"missing {', '.join(missing)}"
-    if os.geteuid() != 0:
-        return "Mininet needs root"
-    if not (ROOT / "build" / "linkemu.json").exists():
-        return "build/linkemu.json is missing (needs p4c)"
-    return None
-
-
-pytestmark = pytest.mark.skipif(why_not() is not None, reason=str(why_not()))
+pytestmark = needs_mininet("iperf3", "tcpdump")
 
 
 def ack_bursts(pcap, server_port=5201):

@@ -1,7 +1,6 @@
 """mininet/run.py: a script runs non-interactively, and teardown removes
 exactly what the launcher made, on normal exit and on Ctrl-C."""
 
-import os
 import re
 import signal
 import subprocess
@@ -9,25 +8,14 @@ import sys
 import time
 from pathlib import Path
 
-import pytest
 
-from linkemu.bmv2 import free_tcp_port, missing_tools
+from conftest import needs_mininet
+from linkemu.bmv2 import free_tcp_port
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def why_not():
-    missing = missing_tools("simple_switch_grpc", "ethtool", "ping")
-    if missing:
-        return f"missing {', '.join(missing)}"
-    if os.geteuid() != 0:
-        return "Mininet needs root"
-    if not (ROOT / "build" / "linkemu.json").exists():
-        return "build/linkemu.json is missing (needs p4c)"
-    return None
-
-
-pytestmark = pytest.mark.skipif(why_not() is not None, reason=str(why_not()))
+pytestmark = needs_mininet("ping")
 
 
 def launch(script, tmp_path, grpc_port):

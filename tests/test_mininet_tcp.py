@@ -1,35 +1,20 @@
 """Real Linux TCP through the emulated link, in Mininet."""
 
 import json
-import os
 import re
 import time
 from pathlib import Path
 
 import pytest
 
-from linkemu.bmv2 import free_tcp_port, missing_tools
+from conftest import needs_mininet
+from linkemu.bmv2 import free_tcp_port
 from linkemu.profile import load_profile
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def why_not():
-    missing = missing_tools("simple_switch_grpc", "iperf3", "ping", "ethtool")
-    if missing:
-        return f"missing {', '.join(missing)}"
-    if os.geteuid() != 0:
-        return "Mininet needs root"
-    if not (ROOT / "build" / "linkemu.json").exists():
-        return "build/linkemu.json is missing (needs p4c)"
-    try:
-        import mininet.net  # noqa: F401
-    except ImportError:
-        return "Mininet is not installed"
-    return None
-
-
-pytestmark = pytest.mark.skipif(why_not() is not None, reason=str(why_not()))
+pytestmark = needs_mininet("iperf3", "ping")
 
 
 @pytest.fixture(scope="module")

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from linkemu.link_states import (Duration, Segment, TimelineError, read_timeline, walk,
+from linkemu.link_states import (Duration, TimelineError, read_timeline, walk,
                                  write_timeline)
 from linkemu.profile import ProfileError, parse_profile
 
