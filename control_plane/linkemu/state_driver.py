@@ -13,8 +13,10 @@ import time
 from dataclasses import dataclass
 
 from . import dataplane
+from .link_states import TIMELINE_FIELDS
 
-RECORD_FIELDS = ("state", "start_s", "end_s", "applied_unix", "latency_ms")
+# A timeline (replayable as it is) with when and how late each change applied.
+RECORD_FIELDS = TIMELINE_FIELDS + ("applied_unix", "latency_ms")
 
 
 @dataclass(frozen=True)

@@ -2,12 +2,15 @@
 // file. It owns the state (registers), the counters and the hold loop; the
 // link model itself lives in the architecture-neutral controls it applies.
 //
-// Hold loop: a packet that is not yet due is sent to one of HOLD_PORTS
-// interface-less "hold ports" and recirculated at the end of egress, carrying
-// the egress clock in its field list. Ingress decides release on every pass,
-// so all link state is touched by BMv2's single ingress thread only. Holding
-// spreads packets over several hold ports because each BMv2 egress queue
-// holds 64 packets and simple_switch_grpc has no Thrift to deepen it.
+// Hold loop: a packet that is not yet due is sent to one of 16 interface-less
+// hold ports and recirculated at the end of egress, carrying the egress clock
+// in its field list. Ingress decides on every pass, so all link state is
+// touched by BMv2's single ingress thread only; a pass with nothing due (the
+// packet's wake_us is ahead) costs one comparison. The hold ports spread the
+// held packets over 16 egress queues because each holds 64 packets and
+// simple_switch_grpc has no Thrift server to deepen it (16 x 64 matches the
+// 1024-packet recirculation queue); they are all = 0 mod 4, so one BMv2
+// egress worker serves them all, which keeps the loop on two threads.
 #include <core.p4>
 #include <v1model.p4>
 
@@ -23,7 +26,7 @@
 
 const bit<32> INSTANCE_TYPE_RECIRC = 4;
 const bit<9>  HOLD_PORT_BASE = 448;   // 448, 452, .. 508: never attach these
-const bit<9>  HOLD_PORT_MASK = 15;
+const bit<9>  HOLD_PORT_MASK = 15;    // 16 hold ports, chosen by sequence number
 const bit<8>  FL_HOLD = 1;            // @field_list(1) in link_meta_t
 
 parser LinkemuParser(packet_in pkt, out headers_t hdr, inout metadata_t meta,
