@@ -19,6 +19,7 @@ from emunet import BUILD, emulated_link
 from linkemu.bmv2 import GET_TOOLS, missing_tools
 from linkemu.link_states import TimelineError, read_timeline, walk
 from linkemu.profile import ProfileError, load_profile
+from linkemu.state_driver import default_record_path
 
 
 def main(argv=None):
@@ -29,7 +30,8 @@ def main(argv=None):
     parser.add_argument("--mobile", type=int, default=1, help="hosts on the mobile side")
     parser.add_argument("--seed", type=int, help="link-state seed (overrides the profile's)")
     parser.add_argument("--replay", metavar="TIMELINE", help="replay a recorded state timeline")
-    parser.add_argument("--record", metavar="CSV", help="record the applied state timeline")
+    parser.add_argument("--record", metavar="CSV", help="where to record the applied state "
+                        "timeline (default timeline-PROFILE-TIME.csv)")
     parser.add_argument("--grpc-port", type=int, default=9559,
                         help="P4Runtime port on 127.0.0.1 (default %(default)s)")
     args = parser.parse_args(argv)
@@ -60,8 +62,12 @@ def main(argv=None):
 
     setLogLevel("info")
     try:
+        record = None
+        if profile.states is not None:
+            record = args.record or default_record_path(profile.name)
+            print(f"link-state timeline: {record}")
         with emulated_link(profile, args.fixed, args.mobile, args.grpc_port,
-                           segments, args.record) as net:
+                           segments, record) as net:
             CLI(net, script=args.script)
     except KeyboardInterrupt:
         return 130

@@ -9,7 +9,7 @@ from .dataplane import Port, PortLayout
 from .link_states import TimelineError, read_timeline, walk, write_timeline
 from .p4runtime import P4RuntimeError, Switch
 from .profile import ProfileError, load_profile
-from .state_driver import StateDriver
+from .state_driver import StateDriver, default_record_path
 
 
 def _check(args):
@@ -81,12 +81,13 @@ def _states(args):
     segments = _segments(args, chain)
     with _connect(args) as switch:
         switch.load_p4info()
-        driver = StateDriver(switch, chain, segments, record_path=args.record)
+        record = args.record or default_record_path(profile.name)
+        driver = StateDriver(switch, chain, segments, record_path=record)
         try:
             driver.run(duration_s=args.duration)
         except KeyboardInterrupt:
             pass
-    print(f"state changes applied: {driver.latency_summary()}")
+    print(f"state changes applied: {driver.latency_summary()}; timeline in {record}")
 
 
 def _port(text):
@@ -131,7 +132,8 @@ def build_parser():
     source.add_argument("--seed", type=int, help="overrides the profile's seed")
     source.add_argument("--replay", metavar="TIMELINE", help="a recorded timeline (CSV)")
     states.add_argument("--record", metavar="CSV",
-                        help="write the applied timeline with each change's latency")
+                        help="where to write the applied timeline with each change's "
+                             "latency (default timeline-PROFILE-TIME.csv)")
     states.add_argument("--duration", type=float, help="seconds (default: until Ctrl-C)")
     states.set_defaults(run=_states)
 

@@ -26,6 +26,11 @@ class Applied:
     latency_s: float
 
 
+def default_record_path(profile_name):
+    """Where a run's applied timeline goes unless told otherwise."""
+    return f"timeline-{profile_name}-{time.strftime('%Y%m%d-%H%M%S')}.csv"
+
+
 class StateDriver:
     """Writes `segments` (an iterable of link_states.Segment) to `switch`."""
 
