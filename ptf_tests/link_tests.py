@@ -12,10 +12,11 @@ from linkemu_base import (ETH_HEADER, FIXED_PORT, HOST_IPS, HOST_MACS, MOBILE_PO
                           LinkemuTest, profile, seqs, udp_frame)
 
 MOBILE = MOBILE_PORTS[0]
-# Fitted departure pace against length x 8 / rate. The release lag grows with
-# the number of packets held (one pass of the hold loop each, ~10 us here), so a
-# draining burst leaves up to ~1 % fast; assert_on_time bounds every frame.
-RATE_TOLERANCE = 0.01
+# Fitted departure pace against length x 8 / rate, a coarse check: the release
+# lag grows with the number of packets held, so a draining burst leaves up to
+# ~2 % fast. The precise check is assert_on_time: with the rate 1 % off, the
+# 30th frame of a 1 Mbit/s burst would be 2.4 ms off its due instant.
+RATE_TOLERANCE = 0.03
 
 
 def serialization_s(frame_len, rate_bps):
@@ -150,7 +151,8 @@ class QueueTailDropTest(LinkemuTest):
 class LivePushTest(LinkemuTest):
     """`linkemu push` changes the rate of a running link."""
 
-    def pace(self, rate_bps, count=40, frame_len=1400):
+    def pace(self, link, count=40, frame_len=1400):
+        rate_bps = link.rate_bps
         sent, received = self.timed(
             FIXED_PORT, MOBILE,
             lambda: self.send_spaced(FIXED_PORT, MOBILE, count, 0, frame_len),
@@ -159,15 +161,15 @@ class LivePushTest(LinkemuTest):
         self.assertLess(sent[-1].ts - sent[0].ts,
                         serialization_s(frame_len, rate_bps) * (count - 1) / 2)
         self.assertEqual(len(received), count)
+        self.assert_on_time(sent, received, link)
         return departure_pace(received)
 
     def runTest(self):
         for rate in ("1Mbit", "4Mbit"):
             self.push({"downlink": {"rate": rate}})
-            rate_bps = profile(downlink={"rate": rate}).downlink.rate_bps
-            expected = serialization_s(1400, rate_bps)
-            self.assertAlmostEqual(self.pace(rate_bps), expected,
-                                   delta=expected * RATE_TOLERANCE)
+            link = profile(downlink={"rate": rate}).downlink
+            expected = serialization_s(1400, link.rate_bps)
+            self.assertAlmostEqual(self.pace(link), expected, delta=expected * RATE_TOLERANCE)
 
 
 class CountersTest(LinkemuTest):
