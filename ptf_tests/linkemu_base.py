@@ -147,6 +147,19 @@ class LinkemuTest(BaseTest):
         after = self.counters()[name][direction]
         return after[0] - before[name][direction][0]
 
+    def wait_until_idle(self, direction, timeout):
+        """Waits until every frame that entered `direction` has left or been
+        dropped: a slow link's backlog must not spill into the next test."""
+        deadline = time.time() + timeout
+        while True:
+            c = self.counters()
+            gone = sum(c[name][direction][0] for name in dataplane.COUNTERS
+                       if name.startswith("drop_") or name == "link_out")
+            if gone >= c["link_in"][direction][0]:
+                return
+            self.assertLess(time.time(), deadline, f"{direction} still holds frames")
+            time.sleep(0.2)
+
     def drain(self, quiet=0.3):
         """Discards packets until the ports stay quiet for `quiet` seconds."""
         while self.dataplane.poll(timeout=quiet).packet is not None:

@@ -4,9 +4,10 @@ Everything that knows a table, action or counter name of p4src/ lives here;
 the rest of the control plane speaks in profiles and port layouts.
 """
 
+import math
 from dataclasses import dataclass
 
-from .p4runtime import MulticastGroup, TableEntry, Ternary, mac_to_int
+from .p4runtime import MulticastGroup, Range, TableEntry, Ternary, mac_to_int
 
 DIRECTION_IDS = {"downlink": 0, "uplink": 1}
 TIME_FRAC_BITS = 20           # p4src/include/defines.p4
@@ -23,6 +24,8 @@ COUNTERS = {
     "link_in": "packets entering the link",
     "link_out": "packets delivered at the far end",
     "drop_queue": "dropped: router queue full",
+    "drop_aqm": "dropped: RED (not ECN-capable, or above max_th)",
+    "ecn_marks": "marked CE by RED",
     "drop_link_error": "dropped: link error (after ARQ, if any)",
     "drop_loss_model": "dropped: Bernoulli / Gilbert-Elliott loss model",
     "drop_malformed": "dropped: not an Ethernet frame",
@@ -58,6 +61,13 @@ def stall_us(direction):
 LINK_PARAMS = "LinkemuIngress.link_params.link_params"
 LINK_STATE = "LinkemuIngress.link_errors.link_state"
 LOSS_MODEL = "LinkemuIngress.loss_model.loss_model"
+RED_PARAMS = "LinkemuIngress.red.red_params"
+RED_CURVE = "LinkemuIngress.red.red_curve"
+RED_DECAY = "LinkemuIngress.red.red_decay"
+Q16 = 1 << 16
+RED_CURVE_STEPS = 32         # steps of p_b between min_th and max_th
+RED_DECAY_STEP = 0.98        # the idle decay factor changes by at most 2 % a step
+RED_DECAY_FLOOR = 1e-4       # beyond this, the average restarts from 0
 
 
 def link_params_entries(profile):
@@ -76,6 +86,7 @@ def link_params_entries(profile):
                 "stall_us": stall_us(direction),
                 "retx_delay_us": arq.delay_us if arq else 0,
                 "max_retx": arq.max_retransmissions if arq else 0,
+                "queue_bytes_limit": direction.queue_bytes or 0,
             }))
     return entries
 
@@ -103,6 +114,74 @@ def loss_model_entries(profile):
                                   "LinkemuIngress.loss_model.set_bad",
                                   {"to_good": threshold(loss.to_good),
                                    "loss": threshold(loss.bad_loss)}))
+    return entries
+
+
+def red_curve(red):
+    """[(low, high, p_b)] on the average in Q.16, p_b None meaning drop all.
+
+    Steps of p_b = max_p (avg - min) / (max - min), each at its midpoint; with
+    gentle, max_p .. 1 between max and 2 max; everything is dropped above."""
+    low, high = red.min_th, red.max_th
+    steps = []
+    width = (high - low) / RED_CURVE_STEPS
+    for i in range(RED_CURVE_STEPS):
+        mid = low + (i + 0.5) * width
+        steps.append((low + i * width, low + (i + 1) * width,
+                      red.max_p * (mid - low) / (high - low)))
+    end = high
+    if red.gentle:
+        width = high / RED_CURVE_STEPS
+        for i in range(RED_CURVE_STEPS):
+            mid = high + (i + 0.5) * width
+            steps.append((high + i * width, high + (i + 1) * width,
+                          red.max_p + (1 - red.max_p) * (mid - high) / high))
+        end = 2 * high
+    rows = [(round(a * Q16), round(b * Q16) - 1, p) for a, b, p in steps]
+    rows.append((round(end * Q16), 2**64 - 1, None))
+    return rows
+
+
+def red_decay(red, rate_bps):
+    """[(low_us, high_us, factor)]: (1 - w)^m for m idle mean-packet times."""
+    tx_us = red.mean_packet_bytes * 8 / rate_bps * 1e6
+    step_us = math.log(RED_DECAY_STEP) / math.log(1 - red.weight) * tx_us
+
+    def factor(idle_us):
+        return (1 - red.weight) ** (idle_us / tx_us)
+
+    edges = [0.0] + [step_us / 2**j for j in range(6, 0, -1)]
+    k = 1
+    while factor(k * step_us) > RED_DECAY_FLOOR:
+        edges.append(k * step_us)
+        k += 1
+    bounds = sorted({round(e) for e in edges})
+    return [(a, b - 1, factor((a + b) / 2)) for a, b in zip(bounds, bounds[1:]) if b > a]
+
+
+def red_entries(profile):
+    """Entries of the three RED tables, for the directions with RED."""
+    entries = {RED_PARAMS: [], RED_CURVE: [], RED_DECAY: []}
+    for name, direction in profile.directions().items():
+        red = direction.red
+        if red is None:
+            continue
+        dir_id = DIRECTION_IDS[name]
+        entries[RED_PARAMS].append(TableEntry(
+            RED_PARAMS, {"m.dir": dir_id}, "LinkemuIngress.red.set_red",
+            {"bytes": int(red.mode == "bytes"), "weight_q24": round(red.weight * 2**24),
+             "use_ecn": int(red.ecn)}))
+        for low, high, p_b in red_curve(red):
+            action, params = (("LinkemuIngress.red.drop_all", {}) if p_b is None else
+                              ("LinkemuIngress.red.signal_with",
+                               {"p_b_q16": max(1, round(p_b * Q16))}))
+            entries[RED_CURVE].append(TableEntry(
+                RED_CURVE, {"m.dir": dir_id, "s.avg": Range(low, high)}, action, params,
+                priority=1))
+        for low, high, factor in red_decay(red, direction.rate_bps):
+            entries[RED_DECAY].append(TableEntry(
+                RED_DECAY, {"m.dir": dir_id, "idle_us": Range(low, high)},
+                "LinkemuIngress.red.decay", {"factor_q16": round(factor * Q16)}, priority=1))
     return entries
 
 
@@ -214,6 +293,8 @@ def push_profile(switch, profile):
         switch.load_p4info()
     switch.sync_table(LINK_PARAMS, link_params_entries(profile))
     switch.sync_table(LOSS_MODEL, loss_model_entries(profile))
+    for table, entries in red_entries(profile).items():
+        switch.sync_table(table, entries)
     if profile.states is None:
         switch.modify(link_state_entries({d: 0.0 for d in DIRECTION_IDS}))
 

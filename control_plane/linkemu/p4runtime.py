@@ -38,8 +38,14 @@ class Ternary:
 
 
 @dataclass(frozen=True)
+class Range:
+    low: int
+    high: int
+
+
+@dataclass(frozen=True)
 class TableEntry:
-    """A table entry by names; match values are ints or Ternary."""
+    """A table entry by names; match values are ints, Ternary or Range."""
 
     table: str
     match: dict
@@ -116,6 +122,10 @@ class P4Info:
                     p4runtime_pb2.FieldMatch.Ternary(
                         value=encode(value.value & value.mask, spec.bitwidth),
                         mask=encode(value.mask, spec.bitwidth)))
+            elif isinstance(value, Range):
+                message.match.add(field_id=spec.id).range.CopyFrom(
+                    p4runtime_pb2.FieldMatch.Range(low=encode(value.low, spec.bitwidth),
+                                                   high=encode(value.high, spec.bitwidth)))
             else:
                 message.match.add(field_id=spec.id).exact.value = encode(value, spec.bitwidth)
         action = self.action(entry.action)

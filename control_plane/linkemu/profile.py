@@ -11,7 +11,8 @@ from pathlib import Path
 import yaml
 
 from .link_states import Duration, LinkState, StateChain
-from .units import UnitError, format_rate, format_time_us, parse_rate, parse_time_us
+from .units import (UnitError, format_rate, format_time_us, parse_rate, parse_size,
+                    parse_time_us)
 
 MIN_RATE_BPS = 1e3
 MAX_RATE_BPS = 10e9
@@ -47,6 +48,24 @@ class LossModel:
 
 
 @dataclass(frozen=True)
+class Red:
+    """Classic RED on the router queue, counted in packets or bytes.
+
+    min_th and max_th are in the mode's unit; mean_packet_bytes sets the
+    idle-time decay (the average decays as if that many bytes were sent per
+    transmission time while the queue is empty)."""
+
+    mode: str
+    min_th: float
+    max_th: float
+    max_p: float
+    weight: float
+    gentle: bool
+    ecn: bool
+    mean_packet_bytes: int
+
+
+@dataclass(frozen=True)
 class Direction:
     """One direction of the link."""
 
@@ -56,6 +75,8 @@ class Direction:
     overhead_bytes: int
     arq: Arq | None = None
     loss: LossModel | None = None
+    queue_bytes: int | None = None  # byte limit of the router queue
+    red: Red | None = None
 
     def describe(self):
         rate = "unlimited" if self.rate_bps is None else format_rate(self.rate_bps)
@@ -65,6 +86,12 @@ class Direction:
             text += (f", ARQ {self.arq.max_retransmissions} x "
                      f"{format_time_us(self.arq.delay_us)}"
                      f"{'' if self.arq.in_order else ' (no in-order release)'}")
+        if self.queue_bytes:
+            text += f", queue limit {self.queue_bytes} B"
+        if self.red:
+            r = self.red
+            text += (f", RED ({r.mode}) {r.min_th:g}-{r.max_th:g} max_p {r.max_p:g} "
+                     f"w {r.weight:g}{' gentle' if r.gentle else ''}{' ECN' if r.ecn else ''}")
         if self.loss:
             text += f", loss model {self.loss}"
         return text
@@ -235,15 +262,73 @@ def _choice(allowed):
     return convert
 
 
-def _direction(section):
+def _open_unit_interval(value):
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ValueError("expected a number in (0, 1)")
+    if not 0 < value < 1:
+        raise ValueError("out of range; allowed (0, 1), exclusive")
+    return float(value)
+
+
+def _max_p(value):
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ValueError("expected a probability in (0, 1]")
+    if not 0 < value <= 1:
+        raise ValueError("out of range; allowed (0, 1]")
+    return float(value)
+
+
+def _size(value):
+    size = parse_size(value)
+    if size <= 0:
+        raise ValueError("must be more than 0 bytes")
+    return size
+
+
+def _packets(value):
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+        raise ValueError("expected a number of packets, 0 or more")
+    return float(value)
+
+
+RED_MODES = ("packets", "bytes")
+
+
+def _red(section, mtu, rate_bps):
+    if section is None:
+        return None
+    mode = section.field("mode", _choice(RED_MODES), default="packets")
+    threshold = _size if mode == "bytes" else _packets
+    low = section.field("min", threshold, default=0, required=True)
+    high = section.field("max", threshold, default=1, required=True)
+    red = Red(mode=mode, min_th=low, max_th=high,
+              max_p=section.field("max_p", _max_p, default=0.1, required=True),
+              weight=section.field("weight", _open_unit_interval, default=0.002,
+                                   required=True),
+              gentle=section.field("gentle", _bool, default=False),
+              ecn=section.field("ecn", _bool, default=False),
+              mean_packet_bytes=section.field("mean_packet", _size, default=mtu))
+    if low is not None and high is not None and low >= high:
+        section.problems.append(f"{section.path}: min {low:g} must be less than max {high:g}")
+    if rate_bps is None:
+        section.problems.append(f"{section.path}: RED needs a rate: with an unlimited "
+                                "rate no queue ever builds")
+    section.reject_unknown()
+    return red
+
+
+def _direction(section, mtu):
+    rate = section.field("rate", _rate)
     direction = Direction(
-        rate_bps=section.field("rate", _rate),
+        rate_bps=rate,
         delay_us=section.field("delay", _delay, default=0),
         queue_packets=section.field("queue", _int_in(1, 100000, "packets"),
                                     default=DEFAULT_QUEUE_PACKETS),
         overhead_bytes=section.field("overhead", _int_in(0, 1000, "bytes"), default=0),
         arq=_arq(section.section("arq", required=False)),
         loss=_loss(section.section("loss", required=False)),
+        queue_bytes=section.field("queue_bytes", _size),
+        red=_red(section.section("red", required=False), mtu, rate),
     )
     section.reject_unknown()
     return direction
@@ -336,7 +421,7 @@ def parse_profile(data, source="profile", default_name="profile"):
     name = top.field("name", _text, default=default_name)
     description = top.field("description", _text, default="")
     mtu = top.field("mtu", _int_in(68, 9000, "bytes"), default=1500)
-    directions = {d: _direction(top.section(d)) for d in DIRECTIONS}
+    directions = {d: _direction(top.section(d), mtu) for d in DIRECTIONS}
     states = _states(top.section("link_states", required=False))
     top.reject_unknown()
     if problems:

@@ -6,6 +6,7 @@ _NUMBER = r"(?P<num>[0-9]+(?:\.[0-9]*)?|\.[0-9]+)"
 
 RATE_UNITS = {"bit": 1, "kbit": 10**3, "mbit": 10**6, "gbit": 10**9}
 TIME_UNITS = {"us": 1, "µs": 1, "ms": 10**3, "s": 10**6}
+SIZE_UNITS = {"b": 1, "kb": 10**3, "mb": 10**6}
 
 
 class UnitError(ValueError):
@@ -31,6 +32,11 @@ def parse_rate(text):
 def parse_time_us(text):
     """Duration in microseconds, rounded to the microsecond of the switch clock."""
     return round(_parse(text, TIME_UNITS, "duration", "300ms"))
+
+
+def parse_size(text):
+    """Size in bytes: 11000B, 11kB (kB = 1000 bytes)."""
+    return round(_parse(text, SIZE_UNITS, "size", "11000B"))
 
 
 def format_rate(bps):

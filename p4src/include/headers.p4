@@ -9,8 +9,38 @@ header ethernet_h {
     bit<16>    ether_type;
 }
 
+header ipv4_h {
+    bit<4>  version;
+    bit<4>  ihl;
+    bit<6>  dscp;
+    bit<2>  ecn;
+    bit<16> total_len;
+    bit<16> identification;
+    bit<3>  flags;
+    bit<13> frag_offset;
+    bit<8>  ttl;
+    bit<8>  protocol;
+    bit<16> hdr_checksum;
+    bit<32> src_addr;
+    bit<32> dst_addr;
+}
+
+header ipv6_h {
+    bit<4>   version;
+    bit<6>   dscp;
+    bit<2>   ecn;
+    bit<20>  flow_label;
+    bit<16>  payload_len;
+    bit<8>   next_hdr;
+    bit<8>   hop_limit;
+    bit<128> src_addr;
+    bit<128> dst_addr;
+}
+
 struct headers_t {
     ethernet_h ethernet;
+    ipv4_h     ipv4;
+    ipv6_h     ipv6;
 }
 
 // Link parameters of one direction, loaded from the link_params table.
@@ -22,12 +52,18 @@ struct link_params_t {
     time_us_t stall_us;        // give up waiting for a predecessor after this
     time_us_t retx_delay_us;   // ARQ: an errored frame is drawn again this much later
     bit<8>    max_retx;        // ARQ: retransmissions before the frame is lost
+    bit<32>   queue_bytes_limit; // router queue, bytes waiting (0: no byte limit)
 }
 
 // Outcome of one error draw on the link.
 const bit<2> DRAW_THROUGH = 0;
 const bit<2> DRAW_RETRANSMIT = 1;
 const bit<2> DRAW_LOST = 2;
+
+// What the AQM decided about an arriving packet.
+const bit<2> AQM_PASS = 0;
+const bit<2> AQM_SIGNAL = 1;     // mark CE if ECN-capable, else drop
+const bit<2> AQM_DROP = 2;       // above max_th (2 x max_th if gentle): drop
 
 // What the link model decided about a packet; the per-packet fields ride with
 // the packet through every recirculation (field list 1).

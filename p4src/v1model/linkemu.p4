@@ -23,11 +23,18 @@
 #include "../include/control/release.p4"
 #include "../include/control/link_errors.p4"
 #include "../include/control/loss_model.p4"
+#include "../include/control/red.p4"
+#include "../include/control/ecn_mark.p4"
 
 const bit<32> INSTANCE_TYPE_RECIRC = 4;
 const bit<9>  HOLD_PORT_BASE = 448;   // 448, 452, .. 508: never attach these
 const bit<9>  HOLD_PORT_MASK = 15;    // 16 hold ports, chosen by sequence number
 const bit<8>  FL_HOLD = 1;            // @field_list(1) in link_meta_t
+
+// The emulated link carries the L3 packet; the Ethernet header is Mininet's.
+bit<32> l3_length(in bit<32> frame_len) {
+    return frame_len > ETH_HEADER_BYTES ? frame_len - ETH_HEADER_BYTES : 0;
+}
 
 parser LinkemuParser(packet_in pkt, out headers_t hdr, inout metadata_t meta,
                      inout standard_metadata_t std) {
@@ -41,6 +48,18 @@ parser LinkemuParser(packet_in pkt, out headers_t hdr, inout metadata_t meta,
     }
     state parse_ethernet {
         pkt.extract(hdr.ethernet);
+        transition select(hdr.ethernet.ether_type) {
+            ETHERTYPE_IPV4 : parse_ipv4;
+            ETHERTYPE_IPV6 : parse_ipv6;
+            default        : accept;
+        }
+    }
+    state parse_ipv4 {
+        pkt.extract(hdr.ipv4);
+        transition accept;
+    }
+    state parse_ipv6 {
+        pkt.extract(hdr.ipv6);
         transition accept;
     }
 }
@@ -57,9 +76,16 @@ control LinkemuIngress(inout headers_t hdr, inout metadata_t meta,
     register<seq_t>(NUM_DIRECTIONS) next_release;
     register<time_us_t>(NUM_DIRECTIONS) retx_busy_until;  // last ARQ due so far
     register<bit<1>>(NUM_DIRECTIONS) loss_bad;            // Gilbert-Elliott state
+    register<bit<32>>(NUM_DIRECTIONS) queue_bytes;        // L3 bytes waiting
+    register<time_us_t>(NUM_DIRECTIONS) last_start;       // the queue is empty since
+    register<bit<64>>(NUM_DIRECTIONS) red_avg;
+    register<bit<32>>(NUM_DIRECTIONS) red_count;
+    register<bit<32>>(NUM_DIRECTIONS) red_target;
 
     counter(NUM_DIRECTIONS, CounterType.packets_and_bytes) link_in;
     counter(NUM_DIRECTIONS, CounterType.packets_and_bytes) drop_queue;
+    counter(NUM_DIRECTIONS, CounterType.packets_and_bytes) drop_aqm;
+    counter(NUM_DIRECTIONS, CounterType.packets) ecn_marks;
     counter(NUM_DIRECTIONS, CounterType.packets_and_bytes) drop_link_error;
     counter(NUM_DIRECTIONS, CounterType.packets_and_bytes) drop_loss_model;
     counter(NUM_DIRECTIONS, CounterType.packets) drop_malformed;
@@ -75,6 +101,8 @@ control LinkemuIngress(inout headers_t hdr, inout metadata_t meta,
     Release() release;
     LinkErrors() link_errors;
     LossModel() loss_model;
+    Red() red;
+    EcnMark() ecn_mark;
 
     apply {
         bool fresh = std.instance_type != INSTANCE_TYPE_RECIRC;
@@ -123,20 +151,54 @@ control LinkemuIngress(inout headers_t hdr, inout metadata_t meta,
                 return;
             }
 
-            time_q_t free;
+            bit<32> l3_len = l3_length(std.packet_length);
             bit<32> waiting;
+            bit<32> waiting_bytes;
+            time_us_t empty_since;
+            queue_pkts.read(waiting, dir);
+            queue_bytes.read(waiting_bytes, dir);
+            last_start.read(empty_since, dir);
+
+            red_state_t aqm;
+            bit<16> rand_aqm;
+            bit<2> verdict;
+            bool use_ecn;
+            red_avg.read(aqm.avg, dir);
+            red_count.read(aqm.count, dir);
+            red_target.read(aqm.target, dir);
+            random(rand_aqm, 0, 0xffff);
+            red.apply(waiting, waiting_bytes, now - empty_since, rand_aqm, meta.link, aqm,
+                      verdict, use_ecn);
+            red_avg.write(dir, aqm.avg);
+            red_count.write(dir, aqm.count);
+            red_target.write(dir, aqm.target);
+            bool marked = false;
+            if (verdict == AQM_SIGNAL && use_ecn) {
+                ecn_mark.apply(hdr, marked);
+            }
+            if (marked) {
+                ecn_marks.count(dir);
+            } else if (verdict != AQM_PASS) {
+                drop_aqm.count(dir);
+                mark_to_drop(std);
+                return;
+            }
+
+            time_q_t free;
             time_q_t new_free;
             link_free.read(free, dir);
-            queue_pkts.read(waiting, dir);
-            link_clock.apply(now, std.packet_length, free, waiting, meta.link,
-                             new_free);
+            link_clock.apply(now, l3_len, free, waiting, waiting_bytes, meta.link, new_free);
             if (meta.link.admitted == 0) {
                 drop_queue.count(dir);
                 mark_to_drop(std);
                 return;
             }
             link_free.write(dir, new_free);
-            queue_pkts.write(dir, waiting + (bit<32>) meta.link.queued);
+            last_start.write(dir, meta.link.start_us);
+            if (meta.link.queued == 1) {
+                queue_pkts.write(dir, waiting + 1);
+                queue_bytes.write(dir, waiting_bytes + l3_len);
+            }
             seq_t seq;
             next_seq.read(seq, dir);
             meta.link.seq = seq;
@@ -147,8 +209,11 @@ control LinkemuIngress(inout headers_t hdr, inout metadata_t meta,
         router_queue_leave.apply(now, meta.link, left);
         if (left) {
             bit<32> waiting;
+            bit<32> waiting_bytes;
             queue_pkts.read(waiting, dir);
             queue_pkts.write(dir, waiting - 1);
+            queue_bytes.read(waiting_bytes, dir);
+            queue_bytes.write(dir, waiting_bytes - l3_length(std.packet_length));
         }
 
         time_us_t busy_until;
@@ -224,6 +289,8 @@ control LinkemuEgress(inout headers_t hdr, inout metadata_t meta,
 control LinkemuDeparser(packet_out pkt, in headers_t hdr) {
     apply {
         pkt.emit(hdr.ethernet);
+        pkt.emit(hdr.ipv4);
+        pkt.emit(hdr.ipv6);
     }
 }
 

@@ -1,0 +1,31 @@
+// Marks an ECN-capable IP packet Congestion Experienced. IPv4's header
+// checksum is updated incrementally (RFC 1624), so options need no parsing.
+#ifndef LINKEMU_ECN_MARK_P4
+#define LINKEMU_ECN_MARK_P4
+
+#include "../headers.p4"
+
+const bit<2> ECN_NOT_ECT = 0;
+const bit<2> ECN_CE = 3;
+
+control EcnMark(inout headers_t hdr, out bool marked) {
+    apply {
+        marked = false;
+        if (hdr.ipv4.isValid() && hdr.ipv4.ecn != ECN_NOT_ECT) {
+            bit<16> old_word = hdr.ipv4.version ++ hdr.ipv4.ihl ++ hdr.ipv4.dscp ++ hdr.ipv4.ecn;
+            hdr.ipv4.ecn = ECN_CE;
+            bit<16> new_word = hdr.ipv4.version ++ hdr.ipv4.ihl ++ hdr.ipv4.dscp ++ hdr.ipv4.ecn;
+            bit<32> sum = (bit<32>) ~hdr.ipv4.hdr_checksum + (bit<32>) ~old_word +
+                          (bit<32>) new_word;
+            sum = (sum & 0xffff) + (sum >> 16);
+            sum = (sum & 0xffff) + (sum >> 16);
+            hdr.ipv4.hdr_checksum = ~((bit<16>) sum);
+            marked = true;
+        } else if (hdr.ipv6.isValid() && hdr.ipv6.ecn != ECN_NOT_ECT) {
+            hdr.ipv6.ecn = ECN_CE;
+            marked = true;
+        }
+    }
+}
+
+#endif

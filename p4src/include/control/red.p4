@@ -1,0 +1,108 @@
+// RED (Floyd and Jacobson) on the router queue, without floating point.
+//
+// The average is an EWMA in Q.16 of the queue in packets or bytes, updated at
+// each arrival; after an idle period it decays by (1 - w)^m, m the idle time in
+// mean packet transmissions, from a control-plane table on the idle time. The
+// control plane also precomputes the marking curve p_b(avg) into a range
+// table, with "drop everything" above max_th (2 x max_th when gentle). Between
+// marks, a packet is signalled when count x p_b reaches a uniform random R
+// drawn after the previous mark: the spacing of classic RED's
+// p_a = p_b / (1 - count x p_b), uniform on 1 .. 1/p_b.
+#ifndef LINKEMU_RED_P4
+#define LINKEMU_RED_P4
+
+#include "../headers.p4"
+
+struct red_state_t {
+    bit<64> avg;      // Q.16, packets or bytes
+    bit<32> count;    // arrivals since the last signal, within the curve
+    bit<32> target;   // R x 65536
+}
+
+control Red(in bit<32> queue_pkts, in bit<32> queue_bytes, in time_us_t idle_us,
+            in bit<16> rand, inout link_meta_t m, inout red_state_t s,
+            out bit<2> verdict, out bool ecn) {
+    bit<1>  bytes_mode = 0;
+    bit<64> weight = 0;      // w x 2^24
+    bit<64> factor = 0;      // decay, Q.16
+    bit<32> p_b = 0;         // Q.16
+
+    action set_red(bit<1> bytes, bit<32> weight_q24, bit<1> use_ecn) {
+        bytes_mode = bytes;
+        weight = (bit<64>) weight_q24;
+        ecn = use_ecn == 1;
+    }
+
+    table red_params {
+        key = { m.dir : exact; }
+        actions = { set_red; @defaultonly NoAction; }
+        const default_action = NoAction;
+        size = 2;
+    }
+
+    action decay(bit<32> factor_q16) {
+        factor = (bit<64>) factor_q16;
+    }
+
+    table red_decay {
+        key = {
+            m.dir   : exact;
+            idle_us : range;
+        }
+        actions = { decay; @defaultonly NoAction; }
+        const default_action = NoAction;   // idle beyond the table: average 0
+        size = 1024;
+    }
+
+    action signal_with(bit<32> p_b_q16) {
+        p_b = p_b_q16;
+    }
+
+    action drop_all() {
+        p_b = 0;
+        verdict = AQM_DROP;
+    }
+
+    table red_curve {
+        key = {
+            m.dir : exact;
+            s.avg : range;
+        }
+        actions = { signal_with; drop_all; @defaultonly NoAction; }
+        const default_action = NoAction;   // below min_th
+        size = 1024;
+    }
+
+    apply {
+        verdict = AQM_PASS;
+        ecn = false;
+        if (!red_params.apply().hit) {
+            return;
+        }
+        bit<64> q = ((bit<64>) (bytes_mode == 1 ? queue_bytes : queue_pkts)) << 16;
+        if (queue_pkts == 0) {
+            red_decay.apply();
+            s.avg = (s.avg * factor) >> 16;
+        } else if (q >= s.avg) {
+            s.avg = s.avg + (((q - s.avg) * weight) >> 24);
+        } else {
+            s.avg = s.avg - (((s.avg - q) * weight) >> 24);
+        }
+        if (red_curve.apply().hit) {
+            if (verdict == AQM_DROP) {
+                s.count = 0;
+            } else {
+                s.count = s.count + 1;
+                if ((bit<64>) s.count * (bit<64>) p_b >= (bit<64>) s.target) {
+                    verdict = AQM_SIGNAL;
+                    s.count = 0;
+                    s.target = (bit<32>) rand;
+                }
+            }
+        } else {
+            s.count = 0;
+        }
+    }
+}
+
+#endif

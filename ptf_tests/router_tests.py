@@ -1,0 +1,113 @@
+"""PTF tests of the router queue ahead of the link: byte limits, RED, ECN."""
+
+import math
+
+from scapy.layers.inet import IP
+from scapy.layers.l2 import Ether
+
+from linkemu import dataplane
+from linkemu_base import (FIXED_PORT, MOBILE_PORTS, LinkemuTest, frame_seq, profile, seqs,
+                          udp_frame)
+
+MOBILE = MOBILE_PORTS[0]
+Z999 = 3.29
+
+
+def red_link(**red):
+    return {"rate": "12kbit", "queue": 6,
+            "red": {"min": 2, "max": 12, "max_p": 0.5, "weight": 0.9, **red}}
+
+
+class ByteLimitTest(LinkemuTest):
+    """A byte limit tail-drops exactly the frames that would take the bytes
+    waiting past it (the frame on the link does not count)."""
+
+    def runTest(self):
+        self.push({"downlink": {"rate": "64kbit", "queue": 100, "queue_bytes": "3000B"}})
+        before = self.counters()
+        _, received = self.timed(
+            FIXED_PORT, MOBILE, lambda: self.send_spaced(FIXED_PORT, MOBILE, 10, 0, 1000),
+            wait=4 * 0.124 + 1)
+        # 986 B of L3 each: one on the link, three waiting (2958 B), six dropped.
+        self.assertEqual(seqs(received), [0, 1, 2, 3])
+        self.assertEqual(self.counter_delta(before, "drop_queue", "downlink"), 6)
+
+
+class RedCurveTest(LinkemuTest):
+    """At a held average queue, the fraction of RED drops matches the
+    precomputed curve with classic RED's uniform spacing of drops."""
+
+    def runTest(self):
+        link = red_link()
+        self.push({"downlink": link})
+        # At 12 kbit/s a 1400-byte frame holds the link for 0.92 s: the queue
+        # fills to its limit (6) and every later arrival finds it full. (Sent
+        # 0.3 ms apart: back to back, BMv2's packet capture loses some.)
+        self.send_spaced(FIXED_PORT, MOBILE, 20, 0.0003, 1400)
+        before = self.counters()
+        count = 1000
+        self.send_spaced(FIXED_PORT, MOBILE, count, 0.0003, 1400)
+        self.wait_until_idle("downlink", timeout=10)
+        aqm = self.counter_delta(before, "drop_aqm", "downlink")
+        tail = self.counter_delta(before, "drop_queue", "downlink")
+        self.assertEqual(self.counter_delta(before, "link_in", "downlink"), count)
+        self.assertLessEqual(count - aqm - tail, 2, "the link freed queue slots meanwhile")
+
+        red = profile(downlink=link).downlink.red
+        p_b = next(round(p * 65536) / 65536 for low, high, p in dataplane.red_curve(red)
+                   if p is not None and low <= 6 * 65536 - 1 <= high)
+        # Signals are uniformly spaced on 1 .. 1/p_b: mean gap sum(1 - n p_b).
+        mean_gap = sum(max(0.0, 1 - n * p_b) for n in range(int(1 / p_b) + 2))
+        expected = count / mean_gap
+        spread = Z999 * math.sqrt(count * (1 / mean_gap) * (1 - 1 / mean_gap)) + 1
+        self.assertLessEqual(abs(aqm - expected), spread,
+                             f"{aqm} RED drops of {count}, expected {expected:.0f}")
+
+
+def ecn_frame(seq, ecn, length=1000):
+    frame = udp_frame(FIXED_PORT, MOBILE, seq, length)
+    frame[IP].tos = ecn
+    return Ether(bytes(frame))  # checksum computed with the ECN bits
+
+
+class EcnTest(LinkemuTest):
+    """RED marks ECN-capable packets CE (with a valid IPv4 checksum) instead
+    of dropping them, and drops packets that are not ECN-capable."""
+
+    LINK = {"rate": "1Mbit", "queue": 100,
+            "red": {"min": 3, "max": 80, "max_p": 1.0, "weight": 0.9, "ecn": True}}
+
+    def burst(self, ecn, first_seq):
+        frames = [bytes(ecn_frame(first_seq + i, ecn)) for i in range(60)]
+
+        def send():
+            for frame in frames:
+                self.dataplane.send(0, FIXED_PORT, frame)
+
+        return self.timed(FIXED_PORT, MOBILE, send, wait=60 * 0.008 + 1)
+
+    def runTest(self):
+        self.push({"downlink": self.LINK})
+        for ecn in (1, 2):  # ECT(1), ECT(0)
+            before = self.counters()
+            _, received = self.burst(ecn, first_seq=0)
+            self.assertEqual(len(received), 60)
+            marked = [f for f in received if f.data[15] & 3 == 3]
+            self.assertGreater(len(marked), 10)
+            self.assertEqual(len(marked), self.counter_delta(before, "ecn_marks", "downlink"))
+            self.assertEqual(self.counter_delta(before, "drop_aqm", "downlink"), 0)
+            for frame in marked:
+                ip = Ether(frame.data)[IP]
+                checksum = ip.chksum
+                del ip.chksum
+                self.assertEqual(IP(bytes(ip)).chksum, checksum, "IPv4 checksum not updated")
+            self.drain()
+
+        before = self.counters()
+        _, received = self.burst(0, first_seq=100)
+        dropped = self.counter_delta(before, "drop_aqm", "downlink")
+        self.assertGreater(dropped, 10)
+        self.assertEqual(len(received), 60 - dropped)
+        self.assertTrue(all(f.data[15] & 3 == 0 for f in received))
+        self.assertEqual(self.counter_delta(before, "ecn_marks", "downlink"), 0)
+        self.assertEqual(sorted(frame_seq(f.data) for f in received), seqs(received))
