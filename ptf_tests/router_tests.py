@@ -96,6 +96,7 @@ class EcnTest(LinkemuTest):
             self.assertGreater(len(marked), 10)
             self.assertEqual(len(marked), self.counter_delta(before, "ecn_marks", "downlink"))
             self.assertEqual(self.counter_delta(before, "drop_aqm", "downlink"), 0)
+            self.assertEqual(self.counter_delta(before, "drop_aqm_ect", "downlink"), 0)
             for frame in marked:
                 ip = Ether(frame.data)[IP]
                 checksum = ip.chksum
@@ -110,4 +111,5 @@ class EcnTest(LinkemuTest):
         self.assertEqual(len(received), 60 - dropped)
         self.assertTrue(all(f.data[15] & 3 == 0 for f in received))
         self.assertEqual(self.counter_delta(before, "ecn_marks", "downlink"), 0)
+        self.assertEqual(self.counter_delta(before, "drop_aqm_ect", "downlink"), 0)
         self.assertEqual(sorted(frame_seq(f.data) for f in received), seqs(received))

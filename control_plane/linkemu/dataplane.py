@@ -25,6 +25,7 @@ COUNTERS = {
     "link_out": "packets delivered at the far end",
     "drop_queue": "dropped: router queue full",
     "drop_aqm": "dropped: RED (not ECN-capable, or above max_th)",
+    "drop_aqm_ect": "of which ECN-capable (above max_th, or ECN off)",
     "ecn_marks": "marked CE by RED",
     "drop_link_error": "dropped: link error (after ARQ, if any)",
     "drop_loss_model": "dropped: Bernoulli / Gilbert-Elliott loss model",

@@ -106,3 +106,39 @@ def test_table_entry_errors_name_what_is_wrong():
         info.table_entry(TableEntry("t", {"x": 1}, "a", {"p": 0}))
     with pytest.raises(P4RuntimeError, match="takes \\['p'\\]"):
         info.table_entry(TableEntry("t", {"k": 1}, "a", {}))
+
+
+def red(**fields):
+    base = {"min": 2, "max": 7, "max_p": 0.1, "weight": 0.002}
+    base.update(fields)
+    return parse_profile({"mtu": 576, "downlink": {"rate": "64kbit", "red": base},
+                          "uplink": {}}).downlink.red
+
+
+@pytest.mark.parametrize("gentle", [False, True])
+def test_red_curve_is_contiguous_and_follows_classic_red(gentle):
+    rows = dataplane.red_curve(red(gentle=gentle))
+    assert rows[0][0] == 2 << 16
+    for (_, high, _), (low, _, _) in zip(rows, rows[1:]):
+        assert low == high + 1
+    probabilities = [p for _, _, p in rows[:-1]]
+    assert probabilities == sorted(probabilities)
+    assert rows[-1][2] is None and rows[-1][1] == 2**64 - 1
+    assert rows[-1][0] == (14 if gentle else 7) << 16
+    for low, high, p in rows[:32]:
+        mid = (low + high) / 2 / 65536
+        assert abs(p - 0.1 * (mid - 2) / 5) < 0.1 / 32
+    if gentle:
+        assert abs(rows[32][2] - 0.1) < 0.9 / 32 and rows[-2][2] > 0.95
+
+
+def test_red_decay_is_the_idle_time_power_of_one_minus_w():
+    link = red()
+    rows = dataplane.red_decay(link, 64_000)
+    tx_us = 576 * 8 / 64_000 * 1e6
+    assert rows[0][0] == 0
+    for (_, high, _), (low, _, _) in zip(rows, rows[1:]):
+        assert low == high + 1
+    for low, high, factor in rows:
+        assert (1 - 0.002) ** ((high + 1) / tx_us) <= factor <= (1 - 0.002) ** (low / tx_us)
+    assert rows[-1][2] < 1.1e-4

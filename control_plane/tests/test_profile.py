@@ -158,3 +158,52 @@ def test_study_profiles_match_the_spec(name):
         else:
             assert (direction.arq.delay_us, direction.arq.max_retransmissions) == (700_000, retx)
             assert direction.arq.in_order
+
+
+def red_profile(**red):
+    base = {"min": 2, "max": 7, "max_p": 0.1, "weight": 0.002}
+    base.update(red)
+    return {"mtu": 576, "downlink": {"rate": "64kbit", "queue": 20, "red": base}, "uplink": {}}
+
+
+def test_red_in_packets_and_bytes():
+    red = parse_profile(red_profile(gentle=True, ecn=True)).downlink.red
+    assert (red.mode, red.min_th, red.max_th, red.max_p, red.weight) == ("packets", 2, 7, 0.1, 0.002)
+    assert red.gentle and red.ecn and red.mean_packet_bytes == 576
+    data = red_profile(mode="bytes", min="2000B", max="6000B", mean_packet="500B")
+    data["downlink"]["queue_bytes"] = "11kB"
+    direction = parse_profile(data).downlink
+    assert (direction.red.min_th, direction.red.max_th) == (2000, 6000)
+    assert direction.red.mean_packet_bytes == 500 and direction.queue_bytes == 11000
+
+
+@pytest.mark.parametrize("red, fragment", [
+    ({"min": 7, "max": 7}, "downlink.red: min 7 must be less than max 7"),
+    ({"min": 8, "max": 7}, "min 8 must be less than max 7"),
+    ({"max_p": 0}, "downlink.red.max_p: 0: out of range; allowed (0, 1]"),
+    ({"max_p": 1.5}, "downlink.red.max_p: 1.5: out of range"),
+    ({"weight": 0}, "downlink.red.weight: 0: out of range; allowed (0, 1)"),
+    ({"weight": 1}, "downlink.red.weight: 1: out of range"),
+    ({"mode": "bits"}, "downlink.red.mode: 'bits': expected one of packets, bytes"),
+    ({"mode": "bytes", "min": 2, "max": "6000B"}, "downlink.red.min: 2: expected a size"),
+    ({"min": -1}, "downlink.red.min: -1: expected a number of packets"),
+])
+def test_bad_red(red, fragment):
+    found = problems_of(red_profile(**red))
+    assert any(fragment in p for p in found), found
+
+
+def test_red_needs_a_rate_and_limits_are_positive():
+    data = red_profile()
+    data["downlink"]["rate"] = "unlimited"
+    assert any("RED needs a rate" in p for p in problems_of(data))
+    data = red_profile()
+    data["downlink"]["queue_bytes"] = "0B"
+    assert any("downlink.queue_bytes: '0B': must be more than 0 bytes" in p
+               for p in problems_of(data))
+
+
+def problems_of(data):
+    with pytest.raises(ProfileError) as info:
+        parse_profile(data)
+    return info.value.problems

@@ -85,6 +85,7 @@ control LinkemuIngress(inout headers_t hdr, inout metadata_t meta,
     counter(NUM_DIRECTIONS, CounterType.packets_and_bytes) link_in;
     counter(NUM_DIRECTIONS, CounterType.packets_and_bytes) drop_queue;
     counter(NUM_DIRECTIONS, CounterType.packets_and_bytes) drop_aqm;
+    counter(NUM_DIRECTIONS, CounterType.packets) drop_aqm_ect;
     counter(NUM_DIRECTIONS, CounterType.packets) ecn_marks;
     counter(NUM_DIRECTIONS, CounterType.packets_and_bytes) drop_link_error;
     counter(NUM_DIRECTIONS, CounterType.packets_and_bytes) drop_loss_model;
@@ -102,6 +103,7 @@ control LinkemuIngress(inout headers_t hdr, inout metadata_t meta,
     LinkErrors() link_errors;
     LossModel() loss_model;
     Red() red;
+    EcnCapable() ecn_capable;
     EcnMark() ecn_mark;
 
     apply {
@@ -172,14 +174,16 @@ control LinkemuIngress(inout headers_t hdr, inout metadata_t meta,
             red_avg.write(dir, aqm.avg);
             red_count.write(dir, aqm.count);
             red_target.write(dir, aqm.target);
-            bool marked = false;
-            if (verdict == AQM_SIGNAL && use_ecn) {
-                ecn_mark.apply(hdr, marked);
-            }
-            if (marked) {
+            bool capable;
+            ecn_capable.apply(hdr, capable);
+            if (verdict == AQM_SIGNAL && use_ecn && capable) {
+                ecn_mark.apply(hdr);
                 ecn_marks.count(dir);
             } else if (verdict != AQM_PASS) {
                 drop_aqm.count(dir);
+                if (capable) {
+                    drop_aqm_ect.count(dir);
+                }
                 mark_to_drop(std);
                 return;
             }

@@ -1,5 +1,6 @@
-// Marks an ECN-capable IP packet Congestion Experienced. IPv4's header
-// checksum is updated incrementally (RFC 1624), so options need no parsing.
+// Whether a packet is ECN-capable (ECT(0), ECT(1), or CE already), and marking
+// it Congestion Experienced. IPv4's header checksum is updated incrementally
+// (RFC 1624), so options need no parsing.
 #ifndef LINKEMU_ECN_MARK_P4
 #define LINKEMU_ECN_MARK_P4
 
@@ -8,10 +9,16 @@
 const bit<2> ECN_NOT_ECT = 0;
 const bit<2> ECN_CE = 3;
 
-control EcnMark(inout headers_t hdr, out bool marked) {
+control EcnCapable(in headers_t hdr, out bool capable) {
     apply {
-        marked = false;
-        if (hdr.ipv4.isValid() && hdr.ipv4.ecn != ECN_NOT_ECT) {
+        capable = (hdr.ipv4.isValid() && hdr.ipv4.ecn != ECN_NOT_ECT) ||
+                  (hdr.ipv6.isValid() && hdr.ipv6.ecn != ECN_NOT_ECT);
+    }
+}
+
+control EcnMark(inout headers_t hdr) {
+    apply {
+        if (hdr.ipv4.isValid()) {
             bit<16> old_word = hdr.ipv4.version ++ hdr.ipv4.ihl ++ hdr.ipv4.dscp ++ hdr.ipv4.ecn;
             hdr.ipv4.ecn = ECN_CE;
             bit<16> new_word = hdr.ipv4.version ++ hdr.ipv4.ihl ++ hdr.ipv4.dscp ++ hdr.ipv4.ecn;
@@ -20,10 +27,8 @@ control EcnMark(inout headers_t hdr, out bool marked) {
             sum = (sum & 0xffff) + (sum >> 16);
             sum = (sum & 0xffff) + (sum >> 16);
             hdr.ipv4.hdr_checksum = ~((bit<16>) sum);
-            marked = true;
-        } else if (hdr.ipv6.isValid() && hdr.ipv6.ecn != ECN_NOT_ECT) {
+        } else if (hdr.ipv6.isValid()) {
             hdr.ipv6.ecn = ECN_CE;
-            marked = true;
         }
     }
 }
