@@ -1,11 +1,12 @@
 """PTF tests of the router queue ahead of the link: byte limits, RED, ECN."""
 
 import math
+import time
 
 from scapy.layers.inet import IP
 from scapy.layers.l2 import Ether
 
-from linkemu import dataplane
+from linkemu import dataplane, queue_monitor
 from linkemu_base import (FIXED_PORT, MOBILE_PORTS, LinkemuTest, frame_seq, profile, seqs,
                           udp_frame)
 
@@ -113,3 +114,20 @@ class EcnTest(LinkemuTest):
         self.assertEqual(self.counter_delta(before, "ecn_marks", "downlink"), 0)
         self.assertEqual(self.counter_delta(before, "drop_aqm_ect", "downlink"), 0)
         self.assertEqual(sorted(frame_seq(f.data) for f in received), seqs(received))
+
+
+class QueueMonitorTest(LinkemuTest):
+    """The queue sampled from the counters follows a burst draining at the
+    link's pace."""
+
+    def runTest(self):
+        self.push({"downlink": {"rate": "64kbit", "queue": 50}})
+        self.send_spaced(FIXED_PORT, MOBILE, 11, 0, 500)  # 1 on the link, 10 waiting
+        time.sleep(0.05)
+        first = queue_monitor.sample(self.switch)["downlink"]
+        self.assertEqual(first, (10, 10 * 486))
+        time.sleep(5 * 0.06075)  # five more frames' serialization
+        later = queue_monitor.sample(self.switch)["downlink"]
+        self.assertIn(later[0], (4, 5))
+        self.wait_until_idle("downlink", timeout=3)
+        self.assertEqual(queue_monitor.sample(self.switch)["downlink"], (0, 0))

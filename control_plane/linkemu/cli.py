@@ -9,6 +9,7 @@ from .dataplane import Port, PortLayout
 from .link_states import TimelineError, read_timeline, walk, write_timeline
 from .p4runtime import P4RuntimeError, Switch
 from .profile import ProfileError, load_profile
+from .queue_monitor import QueueMonitor
 from .state_driver import StateDriver, default_record_path
 
 
@@ -90,6 +91,17 @@ def _states(args):
     print(f"state changes applied: {driver.latency_summary()}; timeline in {record}")
 
 
+def _queue(args):
+    with _connect(args) as switch:
+        switch.load_p4info()
+        monitor = QueueMonitor(switch, args.output, args.interval)
+        try:
+            monitor.run(duration_s=args.duration)
+        except KeyboardInterrupt:
+            pass
+    print(f"queue samples in {args.output}")
+
+
 def _port(text):
     try:
         return Port.parse(text)
@@ -144,6 +156,13 @@ def build_parser():
     timeline.add_argument("--duration", type=float, required=True, help="seconds")
     timeline.add_argument("--output", "-o", required=True, metavar="CSV")
     timeline.set_defaults(run=_timeline)
+
+    queue = commands.add_parser(
+        "queue", help="sample the router queue over time into a CSV file")
+    queue.add_argument("--interval", type=float, default=0.01, help="seconds (default 0.01)")
+    queue.add_argument("--duration", type=float, help="seconds (default: until Ctrl-C)")
+    queue.add_argument("--output", "-o", required=True, metavar="CSV")
+    queue.set_defaults(run=_queue)
 
     counters = commands.add_parser("counters", help="print the per-direction counters")
     counters.add_argument("--json", action="store_true", help="machine-readable output")

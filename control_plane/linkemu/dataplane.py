@@ -34,6 +34,8 @@ COUNTERS = {
     "arq_delayed": "packets delayed by ARQ",
     "held_behind": "packets held behind a retransmission (in-order release)",
     "release_skips": "packets released before an earlier one of their direction",
+    "queue_enter": "packets that waited in the router queue",
+    "queue_leave": "packets that left the router queue for the link",
 }
 
 

@@ -87,6 +87,10 @@ control LinkemuIngress(inout headers_t hdr, inout metadata_t meta,
     counter(NUM_DIRECTIONS, CounterType.packets_and_bytes) drop_aqm;
     counter(NUM_DIRECTIONS, CounterType.packets) drop_aqm_ect;
     counter(NUM_DIRECTIONS, CounterType.packets) ecn_marks;
+    // The router queue over time: the controller samples both counters, and
+    // their difference is the queue (frames; bytes as captured).
+    counter(NUM_DIRECTIONS, CounterType.packets_and_bytes) queue_enter;
+    counter(NUM_DIRECTIONS, CounterType.packets_and_bytes) queue_leave;
     counter(NUM_DIRECTIONS, CounterType.packets_and_bytes) drop_link_error;
     counter(NUM_DIRECTIONS, CounterType.packets_and_bytes) drop_loss_model;
     counter(NUM_DIRECTIONS, CounterType.packets) drop_malformed;
@@ -202,6 +206,7 @@ control LinkemuIngress(inout headers_t hdr, inout metadata_t meta,
             if (meta.link.queued == 1) {
                 queue_pkts.write(dir, waiting + 1);
                 queue_bytes.write(dir, waiting_bytes + l3_len);
+                queue_enter.count(dir);
             }
             seq_t seq;
             next_seq.read(seq, dir);
@@ -218,6 +223,7 @@ control LinkemuIngress(inout headers_t hdr, inout metadata_t meta,
             queue_pkts.write(dir, waiting - 1);
             queue_bytes.read(waiting_bytes, dir);
             queue_bytes.write(dir, waiting_bytes - l3_length(std.packet_length));
+            queue_leave.count(dir);
         }
 
         time_us_t busy_until;
