@@ -131,3 +131,31 @@ class QueueMonitorTest(LinkemuTest):
         self.assertIn(later[0], (4, 5))
         self.wait_until_idle("downlink", timeout=3)
         self.assertEqual(queue_monitor.sample(self.switch)["downlink"], (0, 0))
+
+
+class SojournRampTest(LinkemuTest):
+    """ECT(1) packets are marked CE on the sojourn-time ramp: never below half
+    the target, always beyond it, about half-way between; other packets never."""
+
+    def runTest(self):
+        # 1000-byte frames at 1 Mbit/s: the n-th frame of a burst waits
+        # (n - 1) x 7.9 ms. Target 40 ms: no marks for n <= 3, all for n >= 7.
+        self.push({"downlink": {"rate": "1Mbit", "queue": 100,
+                                "sojourn_ramp": {"target": "40ms"}}})
+        for ecn, expect_marks in ((1, True), (2, False), (0, False)):
+            before = self.counters()
+            frames = [bytes(ecn_frame(i, ecn)) for i in range(12)]
+
+            def send():
+                for frame in frames:
+                    self.dataplane.send(0, FIXED_PORT, frame)
+
+            _, received = self.timed(FIXED_PORT, MOBILE, send, wait=12 * 0.008 + 1)
+            self.assertEqual(seqs(received), list(range(12)))
+            marked = [frame_seq(f.data) for f in received if f.data[15] & 3 == 3]
+            self.assertEqual(len(marked), self.counter_delta(before, "ramp_marks", "downlink"))
+            if expect_marks:
+                self.assertTrue(all(seq >= 3 for seq in marked), marked)
+                self.assertTrue(set(range(6, 12)) <= set(marked), marked)
+            else:
+                self.assertEqual(marked, [])

@@ -27,6 +27,7 @@ COUNTERS = {
     "drop_aqm": "dropped: RED (not ECN-capable, or above max_th)",
     "drop_aqm_ect": "of which ECN-capable (above max_th, or ECN off)",
     "ecn_marks": "marked CE by RED",
+    "ramp_marks": "ECT(1) marked CE by the sojourn-time ramp",
     "drop_link_error": "dropped: link error (after ARQ, if any)",
     "drop_loss_model": "dropped: Bernoulli / Gilbert-Elliott loss model",
     "drop_malformed": "dropped: not an Ethernet frame",
@@ -71,6 +72,8 @@ Q16 = 1 << 16
 RED_CURVE_STEPS = 32         # steps of p_b between min_th and max_th
 RED_DECAY_STEP = 0.98        # the idle decay factor changes by at most 2 % a step
 RED_DECAY_FLOOR = 1e-4       # beyond this, the average restarts from 0
+SOJOURN_RAMP = "LinkemuIngress.sojourn_ramp.sojourn_ramp"
+SOJOURN_RAMP_STEPS = 32
 
 
 def link_params_entries(profile):
@@ -188,6 +191,25 @@ def red_entries(profile):
     return entries
 
 
+def sojourn_ramp(target_us):
+    """[(low_us, high_us, p)]: 0 below target/2, rising to 1 at the target."""
+    half = target_us / 2
+    width = half / SOJOURN_RAMP_STEPS
+    rows = [(round(half + i * width), round(half + (i + 1) * width) - 1,
+             (i + 0.5) / SOJOURN_RAMP_STEPS) for i in range(SOJOURN_RAMP_STEPS)]
+    rows = [r for r in rows if r[1] >= r[0]]
+    return rows + [(round(target_us), 2**48 - 1, 1.0)]
+
+
+def sojourn_ramp_entries(profile):
+    return [TableEntry(SOJOURN_RAMP,
+                       {"m.dir": DIRECTION_IDS[name], "sojourn_us": Range(low, high)},
+                       "LinkemuIngress.sojourn_ramp.mark_with", {"p_q16": round(p * Q16)},
+                       priority=1)
+            for name, direction in profile.directions().items() if direction.sojourn_target_us
+            for low, high, p in sojourn_ramp(direction.sojourn_target_us)]
+
+
 def write_link_state(switch, state):
     """Applies a link state's error probabilities (entries exist since install)."""
     switch.modify(link_state_entries(state.error))
@@ -298,6 +320,7 @@ def push_profile(switch, profile):
     switch.sync_table(LOSS_MODEL, loss_model_entries(profile))
     for table, entries in red_entries(profile).items():
         switch.sync_table(table, entries)
+    switch.sync_table(SOJOURN_RAMP, sojourn_ramp_entries(profile))
     if profile.states is None:
         switch.modify(link_state_entries({d: 0.0 for d in DIRECTION_IDS}))
 

@@ -77,6 +77,7 @@ class Direction:
     loss: LossModel | None = None
     queue_bytes: int | None = None  # byte limit of the router queue
     red: Red | None = None
+    sojourn_target_us: int | None = None  # L4S-style CE ramp for ECT(1) packets
 
     def describe(self):
         rate = "unlimited" if self.rate_bps is None else format_rate(self.rate_bps)
@@ -92,6 +93,8 @@ class Direction:
             r = self.red
             text += (f", RED ({r.mode}) {r.min_th:g}-{r.max_th:g} max_p {r.max_p:g} "
                      f"w {r.weight:g}{' gentle' if r.gentle else ''}{' ECN' if r.ecn else ''}")
+        if self.sojourn_target_us:
+            text += f", ECT(1) sojourn ramp to {format_time_us(self.sojourn_target_us)}"
         if self.loss:
             text += f", loss model {self.loss}"
         return text
@@ -317,6 +320,14 @@ def _red(section, mtu, rate_bps):
     return red
 
 
+def _sojourn_ramp(section):
+    if section is None:
+        return None
+    target = section.field("target", _positive_time, default=1, required=True)
+    section.reject_unknown()
+    return target
+
+
 def _direction(section, mtu):
     rate = section.field("rate", _rate)
     direction = Direction(
@@ -329,6 +340,7 @@ def _direction(section, mtu):
         loss=_loss(section.section("loss", required=False)),
         queue_bytes=section.field("queue_bytes", _size),
         red=_red(section.section("red", required=False), mtu, rate),
+        sojourn_target_us=_sojourn_ramp(section.section("sojourn_ramp", required=False)),
     )
     section.reject_unknown()
     return direction

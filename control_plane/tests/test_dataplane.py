@@ -142,3 +142,12 @@ def test_red_decay_is_the_idle_time_power_of_one_minus_w():
     for low, high, factor in rows:
         assert (1 - 0.002) ** ((high + 1) / tx_us) <= factor <= (1 - 0.002) ** (low / tx_us)
     assert rows[-1][2] < 1.1e-4
+
+
+def test_sojourn_ramp_rises_from_half_the_target_to_the_target():
+    rows = dataplane.sojourn_ramp(5000)
+    assert rows[0][0] == 2500 and rows[-1] == (5000, 2**48 - 1, 1.0)
+    for (_, high, p), (low, _, q) in zip(rows, rows[1:]):
+        assert low == high + 1 and q > p
+    for low, high, p in rows[:-1]:
+        assert abs(p - ((low + high) / 2 - 2500) / 2500) < 1 / 32

@@ -25,6 +25,7 @@
 #include "../include/control/loss_model.p4"
 #include "../include/control/red.p4"
 #include "../include/control/ecn_mark.p4"
+#include "../include/control/sojourn_ramp.p4"
 
 const bit<32> INSTANCE_TYPE_RECIRC = 4;
 const bit<9>  HOLD_PORT_BASE = 448;   // 448, 452, .. 508: never attach these
@@ -87,6 +88,7 @@ control LinkemuIngress(inout headers_t hdr, inout metadata_t meta,
     counter(NUM_DIRECTIONS, CounterType.packets_and_bytes) drop_aqm;
     counter(NUM_DIRECTIONS, CounterType.packets) drop_aqm_ect;
     counter(NUM_DIRECTIONS, CounterType.packets) ecn_marks;
+    counter(NUM_DIRECTIONS, CounterType.packets) ramp_marks;
     // The router queue over time: the controller samples both counters, and
     // their difference is the queue (frames; bytes as captured).
     counter(NUM_DIRECTIONS, CounterType.packets_and_bytes) queue_enter;
@@ -109,6 +111,7 @@ control LinkemuIngress(inout headers_t hdr, inout metadata_t meta,
     Red() red;
     EcnCapable() ecn_capable;
     EcnMark() ecn_mark;
+    SojournRamp() sojourn_ramp;
 
     apply {
         bool fresh = std.instance_type != INSTANCE_TYPE_RECIRC;
@@ -179,7 +182,8 @@ control LinkemuIngress(inout headers_t hdr, inout metadata_t meta,
             red_count.write(dir, aqm.count);
             red_target.write(dir, aqm.target);
             bool capable;
-            ecn_capable.apply(hdr, capable);
+            bool ect1;
+            ecn_capable.apply(hdr, capable, ect1);
             if (verdict == AQM_SIGNAL && use_ecn && capable) {
                 ecn_mark.apply(hdr);
                 ecn_marks.count(dir);
@@ -203,6 +207,14 @@ control LinkemuIngress(inout headers_t hdr, inout metadata_t meta,
             }
             link_free.write(dir, new_free);
             last_start.write(dir, meta.link.start_us);
+            bit<16> rand_ramp;
+            bool ramp_mark;
+            random(rand_ramp, 0, 0xffff);
+            sojourn_ramp.apply(meta.link.start_us - now, rand_ramp, meta.link, ramp_mark);
+            if (ramp_mark && ect1) {
+                ecn_mark.apply(hdr);
+                ramp_marks.count(dir);
+            }
             if (meta.link.queued == 1) {
                 queue_pkts.write(dir, waiting + 1);
                 queue_bytes.write(dir, waiting_bytes + l3_len);

@@ -1,0 +1,34 @@
+// L4S-style marking on queue sojourn time: an ECT(1) packet is marked CE with
+// a probability rising from 0 at half the target sojourn to 1 at the target
+// (the AQM study's ramp). The virtual clock knows each packet's sojourn when
+// it arrives: its serialization start minus its arrival. The control plane
+// precomputes the ramp into a range table.
+#ifndef LINKEMU_SOJOURN_RAMP_P4
+#define LINKEMU_SOJOURN_RAMP_P4
+
+#include "../headers.p4"
+
+control SojournRamp(in time_us_t sojourn_us, in bit<16> rand, in link_meta_t m,
+                    out bool mark) {
+    bit<32> p_mark = 0;   // Q.16
+
+    action mark_with(bit<32> p_q16) {
+        p_mark = p_q16;
+    }
+
+    table sojourn_ramp {
+        key = {
+            m.dir      : exact;
+            sojourn_us : range;
+        }
+        actions = { mark_with; @defaultonly NoAction; }
+        const default_action = NoAction;   // below half the target
+        size = 128;
+    }
+
+    apply {
+        mark = sojourn_ramp.apply().hit && (bit<32>) rand < p_mark;
+    }
+}
+
+#endif
