@@ -31,7 +31,6 @@ def measure(interval, seconds):
     with veth_testbed(layout, profile, BUILD / "linkemu.p4info.txtpb",
                       BUILD / "linkemu.json") as (switch, _):
         with Switch(switch.grpc_address) as controller:
-            controller.load_p4info()
             driver = StateDriver(controller, profile.states, walk(profile.states))
             driver.run(duration_s=seconds)
     return {"interval_s": interval, **driver.latency_summary()}

@@ -84,7 +84,6 @@ def state_driver(profile, grpc_port, segments, record_path):
         yield None
         return
     with Switch(f"127.0.0.1:{grpc_port}") as controller:
-        controller.load_p4info()
         driver = StateDriver(controller, profile.states,
                              segments if segments is not None else walk(profile.states),
                              record_path)

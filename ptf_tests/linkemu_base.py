@@ -29,7 +29,7 @@ MOBILE_PORTS = (2, 3)
 # Port -> MAC of the host behind it (the harness installs the same layout).
 HOST_MACS = {1: "00:00:00:00:00:01", 2: "00:00:00:00:00:02", 3: "00:00:00:00:00:03"}
 HOST_IPS = {1: "10.0.0.1", 2: "10.0.0.2", 3: "10.0.0.3"}
-ETH_HEADER = 14
+ETH_HEADER = dataplane.ETH_HEADER_BYTES
 # Release tolerance: measured from the test's own send to its own receive
 # (kernel timestamps), so it includes BMv2's forwarding latency (~0.4 ms).
 # 10 ms is the overshoot at which the studies' emulator discarded a run.
@@ -106,7 +106,6 @@ class LinkemuTest(BaseTest):
         self.dataplane = ptf.dataplane_instance
         self.switch = Switch(testutils.test_param_get("grpc"))
         self.switch.connect()
-        self.switch.load_p4info()
         self.warm_up()
         self.push(IDEAL)
         self.drain()

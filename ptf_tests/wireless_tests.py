@@ -167,7 +167,6 @@ class DriverSurvivesPushTest(LinkemuTest):
             "a": {"error": 0, "duration": static, "next": {"b": 1}},
             "b": {"error": 0.5, "duration": static, "next": {"a": 1}}}}).states
         with Switch(self.switch.address) as own:
-            own.load_p4info()
             driver = StateDriver(own, chain, walk(chain))
             thread = threading.Thread(target=driver.run, kwargs={"duration_s": 2})
             thread.start()

@@ -3,7 +3,6 @@ drops no ECN-capable data (it marks instead)."""
 
 import json
 import time
-from pathlib import Path
 
 from scapy.layers.inet import IP, TCP
 from scapy.utils import PcapReader

@@ -80,25 +80,24 @@ def _states(args):
     profile = load_profile(args.profile)
     chain = _chain(profile, args.profile)
     segments = _segments(args, chain)
+    record = args.record or default_record_path(profile.name)
     with _connect(args) as switch:
-        switch.load_p4info()
-        record = args.record or default_record_path(profile.name)
         driver = StateDriver(switch, chain, segments, record_path=record)
-        try:
-            driver.run(duration_s=args.duration)
-        except KeyboardInterrupt:
-            pass
+        _until_interrupted(driver.run, args.duration)
     print(f"state changes applied: {driver.latency_summary()}; timeline in {record}")
+
+
+def _until_interrupted(run, duration_s):
+    """Runs for `duration_s` seconds, or until Ctrl-C when it is None."""
+    try:
+        run(duration_s=duration_s)
+    except KeyboardInterrupt:
+        pass
 
 
 def _queue(args):
     with _connect(args) as switch:
-        switch.load_p4info()
-        monitor = QueueMonitor(switch, args.output, args.interval)
-        try:
-            monitor.run(duration_s=args.duration)
-        except KeyboardInterrupt:
-            pass
+        _until_interrupted(QueueMonitor(switch, args.output, args.interval).run, args.duration)
     print(f"queue samples in {args.output}")
 
 

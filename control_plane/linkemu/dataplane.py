@@ -11,6 +11,7 @@ from .p4runtime import MulticastGroup, Range, TableEntry, Ternary, mac_to_int
 
 DIRECTION_IDS = {"downlink": 0, "uplink": 1}
 TIME_FRAC_BITS = 20           # p4src/include/defines.p4
+ETH_HEADER_BYTES = 14         # not part of the emulated link (defines.p4)
 HOLD_PORTS = range(448, 512, 4)  # p4src/v1model/linkemu.p4: never attach these
 FLOOD_GROUPS = {"downlink": 1, "uplink": 2}
 # With in-order release, a packet waits past its due instant for earlier
@@ -314,8 +315,6 @@ def push_profile(switch, profile):
 
     A profile without link states makes the link error-free; with states, the
     error probabilities are left to the StateDriver walking its timeline."""
-    if switch.p4info is None:
-        switch.load_p4info()
     switch.sync_table(LINK_PARAMS, link_params_entries(profile))
     switch.sync_table(LOSS_MODEL, loss_model_entries(profile))
     for table, entries in red_entries(profile).items():
@@ -327,8 +326,6 @@ def push_profile(switch, profile):
 
 def read_counters(switch):
     """{counter: {direction: (packets, bytes)}} for every counter of the program."""
-    if switch.p4info is None:
-        switch.load_p4info()
     names = {v: k for k, v in DIRECTION_IDS.items()}
     return {name: {names[c.index]: (c.packets, c.bytes)
                    for c in switch.read_counter(name) if c.index in names}

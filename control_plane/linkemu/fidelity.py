@@ -12,9 +12,8 @@ from dataclasses import dataclass
 
 from scapy.utils import RawPcapReader
 
-from .dataplane import TIME_FRAC_BITS, byte_cost_q
+from .dataplane import ETH_HEADER_BYTES, TIME_FRAC_BITS, byte_cost_q
 
-ETH_HEADER = 14
 ONE = 1 << TIME_FRAC_BITS
 
 
@@ -54,7 +53,7 @@ def model_due(arrivals, direction):
         if start > now_q and len(waiting) >= direction.queue_packets:
             dues.append(None)
             continue
-        l3_len = max(frame.length - ETH_HEADER, 0)
+        l3_len = max(frame.length - ETH_HEADER_BYTES, 0)
         free = start + (l3_len + direction.overhead_bytes) * cost
         if start > now_q:
             waiting.append(_ceil_us(start))

@@ -98,12 +98,16 @@ def walk(chain, seed=None):
 TIMELINE_FIELDS = ("state", "start_s", "end_s")
 
 
+def timeline_row(segment):
+    """A segment as a row of TIMELINE_FIELDS."""
+    return (segment.state, f"{segment.start_us / 1e6:.6f}", f"{segment.end_us / 1e6:.6f}")
+
+
 def write_timeline(segments, path):
     with open(path, "w", newline="") as f:
         writer = csv.writer(f)
         writer.writerow(TIMELINE_FIELDS)
-        for s in segments:
-            writer.writerow((s.state, f"{s.start_us / 1e6:.6f}", f"{s.end_us / 1e6:.6f}"))
+        writer.writerows(timeline_row(s) for s in segments)
 
 
 class TimelineError(ValueError):

@@ -156,7 +156,7 @@ class Switch:
         self._requests = None
         self._responses = None
         self._stream = None
-        self.p4info = None
+        self._p4info = None
 
     def __enter__(self):
         self.connect()
@@ -235,18 +235,23 @@ class Switch:
         with open(bmv2_json_path, "rb") as f:
             request.config.p4_device_config = f.read()
         self._call(self._stub.SetForwardingPipelineConfig, request)
-        self.p4info = p4info
+        self._p4info = p4info
 
-    def load_p4info(self):
-        """Reads the P4Info of the program running on the switch."""
+    @property
+    def p4info(self):
+        """The P4Info of the program on the switch, read on first use."""
+        if self._p4info is None:
+            self._p4info = self._read_p4info()
+        return self._p4info
+
+    def _read_p4info(self):
         request = p4runtime_pb2.GetForwardingPipelineConfigRequest(
             device_id=self.device_id,
             response_type=p4runtime_pb2.GetForwardingPipelineConfigRequest.P4INFO_AND_COOKIE)
         response = self._call(self._stub.GetForwardingPipelineConfig, request)
         if not response.config.p4info.tables:
             raise P4RuntimeError("the switch runs no P4 program yet; push the pipeline first")
-        self.p4info = P4Info(response.config.p4info)
-        return self.p4info
+        return P4Info(response.config.p4info)
 
     def write(self, updates):
         """Sends (type, entity) updates in one batch.

@@ -10,10 +10,9 @@ import csv
 import threading
 import time
 
-from .dataplane import DIRECTION_IDS
+from .dataplane import DIRECTION_IDS, ETH_HEADER_BYTES
 
 FIELDS = ("time_unix", "direction", "packets", "bytes")
-ETH_HEADER = 14
 
 
 def sample(switch):
@@ -24,7 +23,7 @@ def sample(switch):
     for name, index in DIRECTION_IDS.items():
         packets = enter[index].packets - leave[index].packets
         frame_bytes = enter[index].bytes - leave[index].bytes
-        queue[name] = (packets, frame_bytes - ETH_HEADER * packets)
+        queue[name] = (packets, frame_bytes - ETH_HEADER_BYTES * packets)
     return queue
 
 

@@ -13,7 +13,7 @@ import time
 from dataclasses import dataclass
 
 from . import dataplane
-from .link_states import TIMELINE_FIELDS
+from .link_states import TIMELINE_FIELDS, timeline_row
 
 # A timeline (replayable as it is) with when and how late each change applied.
 RECORD_FIELDS = TIMELINE_FIELDS + ("applied_unix", "latency_ms")
@@ -67,9 +67,8 @@ class StateDriver:
                 applied = Applied(segment, time.time(), latency)
                 self.applied.append(applied)
                 if writer:
-                    writer.writerow((segment.state, f"{start:.6f}",
-                                     f"{segment.end_us / 1e6:.6f}",
-                                     f"{applied.applied_unix:.6f}", f"{latency * 1e3:.3f}"))
+                    writer.writerow(timeline_row(segment) + (
+                        f"{applied.applied_unix:.6f}", f"{latency * 1e3:.3f}"))
                     record.flush()
         finally:
             if record:
