@@ -51,11 +51,14 @@ def profile(**directions):
     return parse_profile(data, source="test profile")
 
 
-def udp_frame(src_port, dst_port, seq, length=100):
-    """A UDP frame of `length` bytes whose payload starts with `seq`."""
+TEST_UDP_PORT = 40000   # source port of every frame the tests make
+
+
+def udp_frame(src_port, dst_port, seq, length=100, udp_port=9):
+    """A UDP frame of `length` bytes to `udp_port` whose payload starts with `seq`."""
     frame = (Ether(src=HOST_MACS[src_port], dst=HOST_MACS[dst_port]) /
              IP(src=HOST_IPS[src_port], dst=HOST_IPS[dst_port], ttl=64) /
-             UDP(sport=40000, dport=9))
+             UDP(sport=TEST_UDP_PORT, dport=udp_port))
     pad = length - len(frame) - 4
     if pad < 0:
         raise ValueError(f"a UDP frame needs at least {len(frame) + 4} bytes")
@@ -72,9 +75,9 @@ def frame_seq(data):
 
 
 def is_udp_frame(data):
-    """A frame made by udp_frame (IPv4, UDP to port 9)."""
+    """A frame made by udp_frame (IPv4, UDP from TEST_UDP_PORT)."""
     return len(data) >= 46 and data[12:14] == b"\x08\x00" and data[23] == 17 and \
-        data[36:38] == b"\x00\x09"
+        int.from_bytes(data[34:36], "big") == TEST_UDP_PORT
 
 
 _warm = False

@@ -124,13 +124,13 @@ class QueueMonitorTest(LinkemuTest):
         self.push({"downlink": {"rate": "64kbit", "queue": 50}})
         self.send_spaced(FIXED_PORT, MOBILE, 11, 0, 500)  # 1 on the link, 10 waiting
         time.sleep(0.05)
-        first = queue_monitor.sample(self.switch)["downlink"]
+        first = queue_monitor.sample(self.switch)["downlink", "best_effort"]
         self.assertEqual(first, (10, 10 * 486))
         time.sleep(5 * 0.06075)  # five more frames' serialization
-        later = queue_monitor.sample(self.switch)["downlink"]
+        later = queue_monitor.sample(self.switch)["downlink", "best_effort"]
         self.assertIn(later[0], (4, 5))
         self.wait_until_idle("downlink", timeout=3)
-        self.assertEqual(queue_monitor.sample(self.switch)["downlink"], (0, 0))
+        self.assertEqual(queue_monitor.sample(self.switch)["downlink", "best_effort"], (0, 0))
 
 
 class SojournRampTest(LinkemuTest):

@@ -46,11 +46,17 @@ def _counters(args):
     if args.json:
         print(json.dumps(counters, indent=2))
         return
-    print(f"{'counter':16} {'downlink pkts':>14} {'bytes':>12} {'uplink pkts':>12} {'bytes':>12}")
+    print(f"{'counter':26} {'downlink pkts':>14} {'bytes':>12} {'uplink pkts':>12} {'bytes':>12}")
+    split = any(cells.get(f"{d}/priority", (0, 0))[0]
+                for cells in counters.values() for d in dataplane.DIRECTION_IDS)
     for name, cells in counters.items():
-        down = cells.get("downlink", (0, 0))
-        up = cells.get("uplink", (0, 0))
-        print(f"{name:16} {down[0]:14} {down[1]:12} {up[0]:12} {up[1]:12}")
+        rows = [(name, "")]
+        if split and name in dataplane.QUEUE_COUNTERS:
+            rows += [(f"  {cls}", f"/{cls}") for cls in dataplane.CLASS_IDS]
+        for label, suffix in rows:
+            down = cells.get(f"downlink{suffix}", (0, 0))
+            up = cells.get(f"uplink{suffix}", (0, 0))
+            print(f"{label:26} {down[0]:14} {down[1]:12} {up[0]:12} {up[1]:12}")
 
 
 def _chain(profile, path):

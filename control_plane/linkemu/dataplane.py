@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from .p4runtime import MulticastGroup, Range, TableEntry, Ternary, mac_to_int
 
 DIRECTION_IDS = {"downlink": 0, "uplink": 1}
+CLASS_IDS = {"best_effort": 0, "priority": 1}
 TIME_FRAC_BITS = 20           # p4src/include/defines.p4
 ETH_HEADER_BYTES = 14         # not part of the emulated link (defines.p4)
 HOLD_PORTS = range(448, 512, 4)  # p4src/v1model/linkemu.p4: never attach these
@@ -20,7 +21,8 @@ FLOOD_GROUPS = {"downlink": 1, "uplink": 2}
 STALL_MARGIN_US = 1_000_000
 PROBABILITY_ONE = 1 << 16   # probabilities are thresholds on a 16-bit random
 
-# Counter (its P4Info alias) -> what it counts, per direction.
+# Counter (its P4Info alias) -> what it counts, per direction; the router
+# queue's counters are kept per class (QUEUE_COUNTERS).
 COUNTERS = {
     "link_in": "packets entering the link",
     "link_out": "packets delivered at the far end",
@@ -39,6 +41,13 @@ COUNTERS = {
     "queue_enter": "packets that waited in the router queue",
     "queue_leave": "packets that left the router queue for the link",
 }
+QUEUE_COUNTERS = ("drop_queue", "drop_aqm", "drop_aqm_ect", "ecn_marks", "ramp_marks",
+                  "queue_enter", "queue_leave")
+
+
+def queue_index(direction, cls):
+    """The index of a class's router queue in per-class registers and counters."""
+    return DIRECTION_IDS[direction] * 2 + CLASS_IDS[cls]
 
 
 def byte_cost_q(rate_bps):
@@ -64,6 +73,8 @@ def stall_us(direction):
 
 
 LINK_PARAMS = "LinkemuIngress.link_params.link_params"
+TRAFFIC_CLASS = "LinkemuIngress.traffic_class.traffic_class"
+QUEUE_PARAMS = "LinkemuIngress.traffic_class.queue_params"
 LINK_STATE = "LinkemuIngress.link_errors.link_state"
 LOSS_MODEL = "LinkemuIngress.loss_model.loss_model"
 RED_PARAMS = "LinkemuIngress.red.red_params"
@@ -89,12 +100,71 @@ def link_params_entries(profile):
                 "byte_cost_q": byte_cost_q(direction.rate_bps),
                 "overhead_bytes": direction.overhead_bytes,
                 "delay_us": direction.delay_us,
-                "queue_limit": direction.queue_packets,
                 "stall_us": stall_us(direction),
                 "retx_delay_us": arq.delay_us if arq else 0,
                 "max_retx": arq.max_retransmissions if arq else 0,
-                "queue_bytes_limit": direction.queue_bytes or 0,
             }))
+    return entries
+
+
+@dataclass(frozen=True)
+class ClassQueue:
+    """The router queue of one traffic class of a direction."""
+
+    direction: str
+    cls: str
+    packets: int
+    octets: int | None
+    share: float | None
+    red: object
+    rate_bps: float | None
+    deferred: bool   # best effort behind a priority class
+
+    def key(self):
+        return {"m.dir": DIRECTION_IDS[self.direction], "m.cls": CLASS_IDS[self.cls]}
+
+
+def class_queues(profile):
+    """Every class's router queue: best effort per direction, and priority
+    where the profile splits the traffic."""
+    queues = []
+    for name, d in profile.directions().items():
+        p = d.priority
+        queues.append(ClassQueue(name, "best_effort", d.queue_packets, d.queue_bytes,
+                                 p.best_effort_share if p else None, d.red, d.rate_bps,
+                                 deferred=p is not None))
+        if p:
+            queues.append(ClassQueue(name, "priority", p.queue_packets, p.queue_bytes,
+                                     p.share, p.red, d.rate_bps, deferred=False))
+    return queues
+
+
+def queue_params_entries(profile):
+    return [TableEntry(QUEUE_PARAMS, q.key(), "LinkemuIngress.traffic_class.set_queue",
+                       {"queue_limit": q.packets, "queue_bytes_limit": q.octets or 0,
+                        "share_cost_q": byte_cost_q(q.rate_bps * q.share) if q.share else 0,
+                        "deferred": int(q.deferred)})
+            for q in class_queues(profile)]
+
+
+def _ternary(value, bits):
+    return Ternary(0, 0) if value is None else Ternary(value, 2**bits - 1)
+
+
+def traffic_class_entries(profile):
+    entries = []
+    for name, direction in profile.directions().items():
+        if direction.priority is None:
+            continue
+        for match in direction.priority.match:
+            entries.append(TableEntry(
+                TRAFFIC_CLASS,
+                {"m.dir": DIRECTION_IDS[name], "is_ip": 1,
+                 "dscp": _ternary(match.dscp, 6), "protocol": _ternary(match.protocol, 8),
+                 "src_port": _ternary(match.src_port, 16),
+                 "dst_port": _ternary(match.dst_port, 16)},
+                "LinkemuIngress.traffic_class.set_class", {"cls": CLASS_IDS["priority"]},
+                priority=1))
     return entries
 
 
@@ -167,15 +237,15 @@ def red_decay(red, rate_bps):
 
 
 def red_entries(profile):
-    """Entries of the three RED tables, for the directions with RED."""
+    """Entries of the three RED tables, for the queues with RED."""
     entries = {RED_PARAMS: [], RED_CURVE: [], RED_DECAY: []}
-    for name, direction in profile.directions().items():
-        red = direction.red
+    for queue in class_queues(profile):
+        red = queue.red
         if red is None:
             continue
-        dir_id = DIRECTION_IDS[name]
+        key = queue.key()
         entries[RED_PARAMS].append(TableEntry(
-            RED_PARAMS, {"m.dir": dir_id}, "LinkemuIngress.red.set_red",
+            RED_PARAMS, key, "LinkemuIngress.red.set_red",
             {"bytes": int(red.mode == "bytes"), "weight_q24": round(red.weight * 2**24),
              "use_ecn": int(red.ecn)}))
         for low, high, p_b in red_curve(red):
@@ -183,11 +253,10 @@ def red_entries(profile):
                               ("LinkemuIngress.red.signal_with",
                                {"p_b_q16": max(1, round(p_b * Q16))}))
             entries[RED_CURVE].append(TableEntry(
-                RED_CURVE, {"m.dir": dir_id, "s.avg": Range(low, high)}, action, params,
-                priority=1))
-        for low, high, factor in red_decay(red, direction.rate_bps):
+                RED_CURVE, {**key, "s.avg": Range(low, high)}, action, params, priority=1))
+        for low, high, factor in red_decay(red, queue.rate_bps):
             entries[RED_DECAY].append(TableEntry(
-                RED_DECAY, {"m.dir": dir_id, "idle_us": Range(low, high)},
+                RED_DECAY, {**key, "idle_us": Range(low, high)},
                 "LinkemuIngress.red.decay", {"factor_q16": round(factor * Q16)}, priority=1))
     return entries
 
@@ -315,6 +384,9 @@ def push_profile(switch, profile):
 
     A profile without link states makes the link error-free; with states, the
     error probabilities are left to the StateDriver walking its timeline."""
+    # Queues before the link: a link entry never meets a class without one.
+    switch.sync_table(QUEUE_PARAMS, queue_params_entries(profile))
+    switch.sync_table(TRAFFIC_CLASS, traffic_class_entries(profile))
     switch.sync_table(LINK_PARAMS, link_params_entries(profile))
     switch.sync_table(LOSS_MODEL, loss_model_entries(profile))
     for table, entries in red_entries(profile).items():
@@ -325,8 +397,26 @@ def push_profile(switch, profile):
 
 
 def read_counters(switch):
-    """{counter: {direction: (packets, bytes)}} for every counter of the program."""
-    names = {v: k for k, v in DIRECTION_IDS.items()}
-    return {name: {names[c.index]: (c.packets, c.bytes)
-                   for c in switch.read_counter(name) if c.index in names}
-            for name in COUNTERS}
+    """{counter: {direction: (packets, bytes)}} for every counter of the program.
+
+    The router queue's counters also have a cell per class, keyed
+    "direction/class" (e.g. "downlink/priority"); the direction's cell is the
+    sum of its classes."""
+    directions = {v: k for k, v in DIRECTION_IDS.items()}
+    queues = {queue_index(d, c): (d, f"{d}/{c}") for d in DIRECTION_IDS for c in CLASS_IDS}
+    counters = {}
+    for name in COUNTERS:
+        cells = {}
+        for c in switch.read_counter(name):
+            if name not in QUEUE_COUNTERS:
+                if c.index in directions:
+                    cells[directions[c.index]] = (c.packets, c.bytes)
+                continue
+            if c.index not in queues:
+                continue
+            direction, queue = queues[c.index]
+            cells[queue] = (c.packets, c.bytes)
+            packets, octets = cells.get(direction, (0, 0))
+            cells[direction] = (packets + c.packets, octets + c.bytes)
+        counters[name] = cells
+    return counters

@@ -37,27 +37,115 @@ def _ceil_us(q):
     return -(-q // ONE)
 
 
+def frame_fields(data):
+    """(dscp, protocol, src port, dst port) of an Ethernet frame, as the
+    parser sees them; None for what it does not parse."""
+    ether_type = int.from_bytes(data[12:14], "big") if len(data) >= 14 else None
+    if ether_type == 0x0800 and len(data) >= 34:
+        dscp, protocol = data[15] >> 2, data[23]
+        plain_first = data[14] & 0x0f == 5 and int.from_bytes(data[20:22], "big") & 0x1fff == 0
+        l4 = 34 if plain_first else None
+    elif ether_type == 0x86dd and len(data) >= 54:
+        dscp, protocol, l4 = ((data[14] & 0x0f) << 2) | (data[15] >> 6), data[20], 54
+    else:
+        return None, None, None, None
+    if l4 is None or protocol not in (6, 17) or len(data) < l4 + 4:
+        return dscp, protocol, None, None
+    return (dscp, protocol, int.from_bytes(data[l4:l4 + 2], "big"),
+            int.from_bytes(data[l4 + 2:l4 + 4], "big"))
+
+
+def frame_class(direction, data):
+    """"priority" if the frame matches the direction's priority class."""
+    if direction.priority is None:
+        return "best_effort"
+    fields = frame_fields(data)
+    if fields[1] is None:
+        return "best_effort"
+    for match in direction.priority.match:
+        wanted = (match.dscp, match.protocol, match.src_port, match.dst_port)
+        if all(w is None or w == f for w, f in zip(wanted, fields)):
+            return "priority"
+    return "best_effort"
+
+
+class _ClassQueue:
+    """One class's router queue in the model."""
+
+    def __init__(self, packets, octets, share, rate_bps):
+        self.limit = packets
+        self.byte_limit = octets
+        self.share_cost = byte_cost_q(rate_bps * share) if share and rate_bps else 0
+        self.free = 0        # its rate cap
+        self.waiting = deque()  # (start us, L3 length) of frames given a start ahead
+
+    def leave(self, now_us):
+        while self.waiting and self.waiting[0][0] <= now_us:
+            self.waiting.popleft()
+
+    def full(self, l3_len, deferred):
+        count = len(self.waiting) + len(deferred)
+        octets = sum(n for _, n in self.waiting) + sum(d[1] for d in deferred)
+        return count >= self.limit or (self.byte_limit is not None and
+                                       octets + l3_len > self.byte_limit)
+
+
 def model_due(arrivals, direction):
     """Due instant (s) of each arriving frame, or None where the router queue
-    drops it; arrivals are (timestamp s, frame) in arrival order."""
+    drops it; arrivals are (timestamp s, frame) in arrival order.
+
+    With a priority class, best effort is non-preemptive strict priority: a
+    best-effort frame starts when the link and its rate cap are free and no
+    priority frame has claimed the link first."""
     cost = byte_cost_q(direction.rate_bps)
-    free = 0
-    waiting = deque()  # start instants (us) of queued frames
-    dues = []
-    for frame in arrivals:
+    priority = direction.priority
+    queues = {"best_effort": _ClassQueue(direction.queue_packets, direction.queue_bytes,
+                                         priority and priority.best_effort_share,
+                                         direction.rate_bps)}
+    if priority:
+        queues["priority"] = _ClassQueue(priority.queue_packets, priority.queue_bytes,
+                                         priority.share, direction.rate_bps)
+    best_effort = queues["best_effort"]
+    link_free = 0
+    deferred = deque()  # best effort waiting for a start: (arrival q, L3 length, octets, index)
+    dues = [None] * len(arrivals)
+
+    def start(queue, start_q, octets, index):
+        nonlocal link_free
+        link_free = start_q + octets * cost
+        queue.free = start_q + octets * queue.share_cost
+        dues[index] = (_ceil_us(link_free) + direction.delay_us) / 1e6
+
+    def settle(now_q):
+        while deferred:
+            arrival_q, _, octets, index = deferred[0]
+            start_q = max(link_free, best_effort.free, arrival_q)
+            if start_q > now_q:
+                return
+            deferred.popleft()
+            start(best_effort, start_q, octets, index)
+
+    for index, frame in enumerate(arrivals):
         now_us = round(frame.ts * 1e6)
         now_q = now_us * ONE
-        while waiting and waiting[0] <= now_us:
-            waiting.popleft()
-        start = max(now_q, free)
-        if start > now_q and len(waiting) >= direction.queue_packets:
-            dues.append(None)
-            continue
+        settle(now_q)
+        queue = queues[frame_class(direction, frame.data)]
+        for q in queues.values():
+            q.leave(now_us)
         l3_len = max(frame.length - ETH_HEADER_BYTES, 0)
-        free = start + (l3_len + direction.overhead_bytes) * cost
-        if start > now_q:
-            waiting.append(_ceil_us(start))
-        dues.append((_ceil_us(free) + direction.delay_us) / 1e6)
+        octets = l3_len + direction.overhead_bytes
+        start_q = max(now_q, link_free, queue.free)
+        defer = priority is not None and queue is best_effort and (deferred or start_q > now_q)
+        waits = defer or start_q > now_q
+        if waits and queue.full(l3_len, deferred if queue is best_effort else ()):
+            continue
+        if defer:
+            deferred.append((now_q, l3_len, octets, index))
+            continue
+        if waits:
+            queue.waiting.append((_ceil_us(start_q), l3_len))
+        start(queue, start_q, octets, index)
+    settle(float("inf"))
     return dues
 
 

@@ -20,6 +20,11 @@ MAX_DELAY_US = 60 * 10**6
 DEFAULT_QUEUE_PACKETS = 1000  # Linux's default txqueuelen
 DIRECTIONS = ("downlink", "uplink")
 PROBABILITY_TOLERANCE = 1e-6
+# Best effort behind a priority class waits in a ring of this many packets
+# (DEFER_RING in p4src/v1model/linkemu.p4).
+MAX_DEFERRED_PACKETS = 1024
+PROTOCOLS = {"tcp": 6, "udp": 17, "icmp": 1, "icmpv6": 58}
+PORT_PROTOCOLS = (6, 17)
 
 
 @dataclass(frozen=True)
@@ -66,6 +71,45 @@ class Red:
 
 
 @dataclass(frozen=True)
+class ClassMatch:
+    """Packets of the priority class: every field given must match."""
+
+    dscp: int | None = None
+    protocol: int | None = None
+    src_port: int | None = None
+    dst_port: int | None = None
+
+    def describe(self):
+        names = {v: k for k, v in PROTOCOLS.items()}
+        parts = []
+        if self.dscp is not None:
+            parts.append(f"dscp {self.dscp}")
+        if self.protocol is not None:
+            parts.append(names.get(self.protocol, f"protocol {self.protocol}"))
+        if self.src_port is not None:
+            parts.append(f"src port {self.src_port}")
+        if self.dst_port is not None:
+            parts.append(f"dst port {self.dst_port}")
+        return " ".join(parts)
+
+
+@dataclass(frozen=True)
+class Priority:
+    """A high-priority class served strictly before best effort (DiffServ).
+
+    It has its own router queue and AQM; `share` caps the class at that
+    fraction of the link rate, `best_effort_share` likewise the other class
+    (None: the class may use the whole link)."""
+
+    match: tuple
+    queue_packets: int
+    queue_bytes: int | None = None
+    red: Red | None = None
+    share: float | None = None
+    best_effort_share: float | None = None
+
+
+@dataclass(frozen=True)
 class Direction:
     """One direction of the link."""
 
@@ -78,6 +122,7 @@ class Direction:
     queue_bytes: int | None = None  # byte limit of the router queue
     red: Red | None = None
     sojourn_target_us: int | None = None  # L4S-style CE ramp for ECT(1) packets
+    priority: Priority | None = None  # queue, queue_bytes and red are best effort's then
 
     def describe(self):
         rate = "unlimited" if self.rate_bps is None else format_rate(self.rate_bps)
@@ -90,14 +135,29 @@ class Direction:
         if self.queue_bytes:
             text += f", queue limit {self.queue_bytes} B"
         if self.red:
-            r = self.red
-            text += (f", RED ({r.mode}) {r.min_th:g}-{r.max_th:g} max_p {r.max_p:g} "
-                     f"w {r.weight:g}{' gentle' if r.gentle else ''}{' ECN' if r.ecn else ''}")
+            text += f", {_describe_red(self.red)}"
+        if self.priority:
+            p = self.priority
+            text += (f"; priority class ({' or '.join(m.describe() for m in p.match)}): "
+                     f"queue {p.queue_packets} packets")
+            if p.queue_bytes:
+                text += f", {p.queue_bytes} B"
+            if p.red:
+                text += f", {_describe_red(p.red)}"
+            if p.share:
+                text += f", share {p.share:g}"
+            if p.best_effort_share:
+                text += f"; best-effort share {p.best_effort_share:g}"
         if self.sojourn_target_us:
             text += f", ECT(1) sojourn ramp to {format_time_us(self.sojourn_target_us)}"
         if self.loss:
             text += f", loss model {self.loss}"
         return text
+
+
+def _describe_red(r):
+    return (f"RED ({r.mode}) {r.min_th:g}-{r.max_th:g} max_p {r.max_p:g} "
+            f"w {r.weight:g}{' gentle' if r.gentle else ''}{' ECN' if r.ecn else ''}")
 
 
 @dataclass(frozen=True)
@@ -328,6 +388,72 @@ def _sojourn_ramp(section):
     return target
 
 
+def _share(value):
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ValueError("expected a fraction of the link rate in (0, 1]")
+    if not 0 < value <= 1:
+        raise ValueError("out of range; allowed (0, 1]")
+    return float(value)
+
+
+def _protocol(value):
+    if isinstance(value, str) and value in PROTOCOLS:
+        return PROTOCOLS[value]
+    if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= 255:
+        return value
+    raise ValueError(f"expected {', '.join(PROTOCOLS)} or an IP protocol number 0 to 255")
+
+
+def _class_matches(section):
+    """The priority section's list of matches; `port` (source or destination)
+    gives two."""
+    section.known.add("match")
+    path = section.sub_path("match")
+    items = section.data.get("match")
+    if not isinstance(items, list) or not items:
+        section.problem(path, items, "expected a list of matches, e.g. [{protocol: udp}]")
+        return ()
+    matches = []
+    for i, item in enumerate(items):
+        entry = _Section(item, f"{path}[{i}]", section.problems)
+        dscp = entry.field("dscp", _int_in(0, 63, "(DSCP)"))
+        protocol = entry.field("protocol", _protocol)
+        ports = {key: entry.field(key, _int_in(0, 65535, "(port)"))
+                 for key in ("port", "src_port", "dst_port")}
+        entry.reject_unknown()
+        given = [k for k, v in ports.items() if v is not None]
+        if dscp is None and protocol is None and not given:
+            entry.problems.append(f"{entry.path}: empty; give dscp, protocol and/or ports")
+        if given and protocol not in PORT_PROTOCOLS:
+            entry.problems.append(f"{entry.path}: {', '.join(given)} needs protocol tcp or udp")
+        if ports["port"] is not None and len(given) > 1:
+            entry.problems.append(f"{entry.path}: give port, or src_port/dst_port, not both")
+        if ports["port"] is not None:
+            matches.append(ClassMatch(dscp, protocol, src_port=ports["port"]))
+            matches.append(ClassMatch(dscp, protocol, dst_port=ports["port"]))
+        else:
+            matches.append(ClassMatch(dscp, protocol, ports["src_port"], ports["dst_port"]))
+    return tuple(matches)
+
+
+def _priority(section, mtu, rate_bps):
+    if section is None:
+        return None
+    priority = Priority(
+        match=_class_matches(section),
+        queue_packets=section.field("queue", _int_in(1, 100000, "packets"),
+                                    default=DEFAULT_QUEUE_PACKETS),
+        queue_bytes=section.field("queue_bytes", _size),
+        red=_red(section.section("red", required=False), mtu, rate_bps),
+        share=section.field("share", _share),
+        best_effort_share=section.field("best_effort_share", _share))
+    if rate_bps is None:
+        section.problems.append(f"{section.path}: a priority class needs a rate: with an "
+                                "unlimited rate no queue ever builds")
+    section.reject_unknown()
+    return priority
+
+
 def _direction(section, mtu):
     rate = section.field("rate", _rate)
     direction = Direction(
@@ -341,7 +467,18 @@ def _direction(section, mtu):
         queue_bytes=section.field("queue_bytes", _size),
         red=_red(section.section("red", required=False), mtu, rate),
         sojourn_target_us=_sojourn_ramp(section.section("sojourn_ramp", required=False)),
+        priority=_priority(section.section("priority", required=False), mtu, rate),
     )
+    if direction.priority is not None:
+        if direction.queue_packets is not None and \
+                direction.queue_packets > MAX_DEFERRED_PACKETS:
+            section.problem(section.sub_path("queue"), direction.queue_packets,
+                            f"with a priority class, best effort queues at most "
+                            f"{MAX_DEFERRED_PACKETS} packets")
+        if direction.sojourn_target_us is not None:
+            section.problems.append(
+                f"{section.sub_path('sojourn_ramp')}: cannot be combined with priority: "
+                "a best-effort packet's sojourn is known only when it leaves the queue")
     section.reject_unknown()
     return direction
 

@@ -1,8 +1,8 @@
 """The router queue over time, sampled from the switch's counters.
 
-The data plane counts every frame entering the router queue (queue_enter)
-and leaving it for the link (queue_leave); their difference at a sampling
-instant is the queue, in packets and L3 bytes. Reading two counters over
+The data plane counts every frame entering a router queue (queue_enter)
+and leaving it for the link (queue_leave), per direction and traffic class;
+their difference at a sampling instant is the queue, in packets and L3 bytes. Reading two counters over
 P4Runtime takes about a millisecond, so sampling every 10 ms is cheap.
 """
 
@@ -10,20 +10,22 @@ import csv
 import threading
 import time
 
-from .dataplane import DIRECTION_IDS, ETH_HEADER_BYTES
+from .dataplane import CLASS_IDS, DIRECTION_IDS, ETH_HEADER_BYTES, queue_index
 
-FIELDS = ("time_unix", "direction", "packets", "bytes")
+FIELDS = ("time_unix", "direction", "class", "packets", "bytes")
 
 
 def sample(switch):
-    """{direction: (packets, L3 bytes)} waiting in the router queue now."""
+    """{(direction, class): (packets, L3 bytes)} waiting in the router queues now."""
     enter = {c.index: c for c in switch.read_counter("queue_enter")}
     leave = {c.index: c for c in switch.read_counter("queue_leave")}
     queue = {}
-    for name, index in DIRECTION_IDS.items():
-        packets = enter[index].packets - leave[index].packets
-        frame_bytes = enter[index].bytes - leave[index].bytes
-        queue[name] = (packets, frame_bytes - ETH_HEADER_BYTES * packets)
+    for direction in DIRECTION_IDS:
+        for cls in CLASS_IDS:
+            index = queue_index(direction, cls)
+            packets = enter[index].packets - leave[index].packets
+            frame_bytes = enter[index].bytes - leave[index].bytes
+            queue[direction, cls] = (packets, frame_bytes - ETH_HEADER_BYTES * packets)
     return queue
 
 
@@ -46,8 +48,8 @@ class QueueMonitor:
                 if duration_s is not None and time.monotonic() - start >= duration_s:
                     break
                 now = time.time()
-                for name, (packets, octets) in sample(self.switch).items():
-                    writer.writerow((f"{now:.6f}", name, packets, octets))
+                for (direction, cls), (packets, octets) in sample(self.switch).items():
+                    writer.writerow((f"{now:.6f}", direction, cls, packets, octets))
                 tick += 1
                 self.stopping.wait(max(0.0, start + tick * self.interval - time.monotonic()))
 

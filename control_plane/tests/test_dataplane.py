@@ -23,7 +23,6 @@ def test_link_params_entries_carry_each_direction():
     down, up = link_params_entries(profile)
     assert down.match == {"m.dir": 0} and up.match == {"m.dir": 1}
     assert down.params["delay_us"] == 300_000 and up.params["delay_us"] == 1_500_000
-    assert down.params["queue_limit"] == 20 and up.params["queue_limit"] == 1
     assert up.params["overhead_bytes"] == 8
     assert up.params["byte_cost_q"] == 8 << 20
 
@@ -151,3 +150,74 @@ def test_sojourn_ramp_rises_from_half_the_target_to_the_target():
         assert low == high + 1 and q > p
     for low, high, p in rows[:-1]:
         assert abs(p - ((low + high) / 2 - 2500) / 2500) < 1 / 32
+
+
+def priority_profile():
+    return parse_profile({
+        "downlink": {"rate": "64kbit", "queue": 20, "queue_bytes": "11000B",
+                     "red": {"min": 2, "max": 7, "max_p": 0.1, "weight": 0.002},
+                     "priority": {"match": [{"protocol": "udp"},
+                                            {"dscp": 46, "protocol": "tcp", "port": 5001}],
+                                  "queue": 5, "share": 0.5, "best_effort_share": 0.25}},
+        "uplink": {"rate": "1Mbit", "queue": 7}})
+
+
+def test_without_priority_each_direction_has_one_immediate_queue():
+    profile = parse_profile({"downlink": {"rate": "64kbit", "queue": 20,
+                                          "queue_bytes": "3000B"},
+                             "uplink": {"queue": 1}})
+    entries = dataplane.queue_params_entries(profile)
+    assert [(e.match, e.params) for e in entries] == [
+        ({"m.dir": 0, "m.cls": 0}, {"queue_limit": 20, "queue_bytes_limit": 3000,
+                                    "share_cost_q": 0, "deferred": 0}),
+        ({"m.dir": 1, "m.cls": 0}, {"queue_limit": 1, "queue_bytes_limit": 0,
+                                    "share_cost_q": 0, "deferred": 0})]
+    assert dataplane.traffic_class_entries(profile) == []
+
+
+def test_priority_split_gives_two_queues_with_shares_and_deferred_best_effort():
+    entries = {(e.match["m.dir"], e.match["m.cls"]): e.params
+               for e in dataplane.queue_params_entries(priority_profile())}
+    assert entries[(0, 0)] == {"queue_limit": 20, "queue_bytes_limit": 11000,
+                               "share_cost_q": byte_cost_q(16_000), "deferred": 1}
+    assert entries[(0, 1)] == {"queue_limit": 5, "queue_bytes_limit": 0,
+                               "share_cost_q": byte_cost_q(32_000), "deferred": 0}
+    assert entries[(1, 0)]["deferred"] == 0 and (1, 1) not in entries
+
+
+def test_traffic_class_entries_match_what_is_given_and_port_either_way():
+    entries = dataplane.traffic_class_entries(priority_profile())
+    wild, exact8, exact16 = Ternary(0, 0), 0xff, 0xffff
+    assert all(e.params == {"cls": 1} and e.match["m.dir"] == 0 and e.match["is_ip"] == 1
+               for e in entries)
+    udp, tcp_src, tcp_dst = (e.match for e in entries)
+    assert udp["protocol"] == Ternary(17, exact8) and udp["dscp"] == wild
+    assert udp["src_port"] == wild and udp["dst_port"] == wild
+    assert tcp_src["dscp"] == Ternary(46, 0x3f) and tcp_src["protocol"] == Ternary(6, exact8)
+    assert tcp_src["src_port"] == Ternary(5001, exact16) and tcp_src["dst_port"] == wild
+    assert tcp_dst["dst_port"] == Ternary(5001, exact16) and tcp_dst["src_port"] == wild
+
+
+def test_red_entries_are_keyed_by_class():
+    entries = dataplane.red_entries(priority_profile())
+    params = entries[dataplane.RED_PARAMS]
+    assert [e.match for e in params] == [{"m.dir": 0, "m.cls": 0}]
+    assert all(e.match["m.cls"] == 0 for e in entries[dataplane.RED_CURVE])
+
+
+class FakeCounterSwitch:
+    """Answers read_counter with one cell per index, packets = index + 1."""
+
+    def read_counter(self, name):
+        from types import SimpleNamespace
+        size = 4 if name in dataplane.QUEUE_COUNTERS else 2
+        return [SimpleNamespace(index=i, packets=i + 1, bytes=10 * (i + 1))
+                for i in range(size)]
+
+
+def test_queue_counters_are_read_per_class_and_summed_per_direction():
+    counters = dataplane.read_counters(FakeCounterSwitch())
+    assert counters["link_in"] == {"downlink": (1, 10), "uplink": (2, 20)}
+    assert counters["drop_queue"] == {
+        "downlink/best_effort": (1, 10), "downlink/priority": (2, 20), "downlink": (3, 30),
+        "uplink/best_effort": (3, 30), "uplink/priority": (4, 40), "uplink": (7, 70)}

@@ -1,5 +1,5 @@
-from linkemu.fidelity import Frame, compare, model_due
-from linkemu.profile import Direction
+from linkemu.fidelity import Frame, compare, frame_fields, model_due
+from linkemu.profile import Direction, parse_profile
 
 
 def burst(count, length=500, t0=1.0, gap=0.0):
@@ -47,3 +47,69 @@ def test_repeated_contents_are_left_out():
     departures = [Frame(2.0001, b"same", 60), Frame(3.0001, b"x", 60)]
     result = compare(arrivals, departures, link)
     assert result.ambiguous == 1 and result.delivered == 1 and result.unexpected_drops == 0
+
+
+def udp(dport, length=500, tag=0, dscp=0):
+    from scapy.layers.inet import IP, UDP
+    from scapy.layers.l2 import Ether
+    frame = Ether() / IP(tos=dscp << 2) / UDP(sport=40000, dport=dport) / tag.to_bytes(4, "big")
+    return bytes(frame) + b"\0" * (length - len(frame))
+
+
+def test_frame_fields_as_the_parser_sees_them():
+    from scapy.layers.inet import IP, TCP
+    from scapy.layers.inet6 import IPv6
+    from scapy.layers.l2 import ARP, Ether
+    assert frame_fields(udp(9, dscp=46)) == (46, 17, 40000, 9)
+    assert frame_fields(bytes(Ether() / IPv6(tc=0xb8) / TCP(sport=1, dport=2))) == (46, 6, 1, 2)
+    # Options or a later fragment: no ports.
+    assert frame_fields(bytes(Ether() / IP(options=b"\x01" * 4) / TCP())) == (0, 6, None, None)
+    assert frame_fields(bytes(Ether() / IP(frag=10, proto=17) / (b"x" * 8))) == (0, 17, None, None)
+    assert frame_fields(bytes(Ether() / ARP())) == (None, None, None, None)
+
+
+def split_link(queue=10, priority_queue=10, **shares):
+    priority = {"match": [{"protocol": "udp", "dst_port": 5000}], "queue": priority_queue}
+    return parse_profile({"downlink": {"rate": "64kbit", "queue": queue,
+                                       "priority": {**priority, **shares}},
+                          "uplink": {}}).downlink
+
+
+TX = (500 - 14) * 8 / 64_000  # 60.75 ms
+
+
+def test_priority_goes_after_the_frame_on_the_link_ahead_of_queued_best_effort():
+    link = split_link()
+    frames = [Frame(1.0 + i * 1e-4, udp(9, tag=i), 500) for i in range(3)]
+    frames.append(Frame(1.010, udp(5000), 500))
+    dues = model_due(frames, link)
+    assert round(dues[3] - 1.0, 6) == round(2 * TX, 6)     # after best effort 0 only
+    assert round(dues[1] - 1.0, 6) == round(3 * TX, 6)     # then best effort 1, 2
+    assert round(dues[2] - 1.0, 6) == round(4 * TX, 6)
+
+
+def test_best_effort_backlog_never_drops_priority():
+    link = split_link(queue=2, priority_queue=3)
+    frames = [Frame(1.0 + i * 1e-4, udp(9, tag=i), 500) for i in range(20)]
+    frames += [Frame(1.01 + i * 1e-4, udp(5000, tag=i), 500) for i in range(4)]
+    dues = model_due(frames, link)
+    # Best effort: one on the link, two waiting. Priority: its own three places.
+    assert [d is None for d in dues] == [False] * 3 + [True] * 17 + [False] * 3 + [True]
+
+
+def test_shares_cap_each_class():
+    link = split_link(share=0.5, best_effort_share=0.5)
+    priority = [Frame(1.0, udp(5000, tag=i), 500) for i in range(3)]
+    dues = model_due(priority, link)
+    # Back to back at half the rate: starts 2 x TX apart.
+    assert [round(d - 1.0, 6) for d in dues] == [round(TX + 2 * TX * i, 6) for i in range(3)]
+    best_effort = [Frame(1.0 + i * 1e-4, udp(9, tag=i), 500) for i in range(3)]
+    dues = model_due(best_effort, link)
+    assert [round(d - 1.0, 6) for d in dues] == [round(TX + 2 * TX * i, 6) for i in range(3)]
+    # Best effort takes the link while priority waits for its cap, and
+    # priority, which claims the link on arrival, goes next.
+    mixed = [Frame(1.0, udp(5000, tag=0), 500), Frame(1.0 + TX, udp(9, tag=1), 500),
+             Frame(1.0 + TX + 1e-4, udp(5000, tag=2), 500)]
+    dues = model_due(mixed, link)
+    assert round(dues[1] - 1.0, 6) == round(2 * TX, 6)
+    assert round(dues[2] - 1.0, 6) == round(3 * TX, 6)

@@ -1,3 +1,4 @@
+import dataclasses
 from pathlib import Path
 
 import pytest
@@ -207,3 +208,73 @@ def problems_of(data):
     with pytest.raises(ProfileError) as info:
         parse_profile(data)
     return info.value.problems
+
+
+def priority_data(**priority):
+    base = {"match": [{"protocol": "udp"}], "queue": 10}
+    base.update(priority)
+    return {"downlink": {"rate": "64kbit", "queue": 22, "priority": base}, "uplink": {}}
+
+
+def test_priority_class():
+    data = priority_data(match=[{"protocol": "udp"}, {"dscp": 46},
+                                {"protocol": 6, "src_port": 80, "dst_port": 1024}],
+                         share=0.5, best_effort_share=0.5, queue_bytes="3000B",
+                         red={"min": 2, "max": 7, "max_p": 0.1, "weight": 0.002})
+    p = parse_profile(data).downlink.priority
+    assert [(m.dscp, m.protocol, m.src_port, m.dst_port) for m in p.match] == [
+        (None, 17, None, None), (46, None, None, None), (None, 6, 80, 1024)]
+    assert (p.queue_packets, p.queue_bytes, p.share, p.best_effort_share) == (10, 3000, 0.5, 0.5)
+    assert p.red.max_th == 7
+    assert "priority class (udp or dscp 46 or tcp src port 80 dst port 1024)" in \
+        parse_profile(data).downlink.describe()
+
+
+@pytest.mark.parametrize("priority, fragment", [
+    ({"match": []}, "downlink.priority.match: []: expected a list of matches"),
+    ({"match": {"protocol": "udp"}}, "downlink.priority.match: {'protocol': 'udp'}: expected a list"),
+    ({"match": [{}]}, "downlink.priority.match[0]: empty"),
+    ({"match": [{"port": 80}]}, "downlink.priority.match[0]: port needs protocol tcp or udp"),
+    ({"match": [{"protocol": "icmp", "dst_port": 80}]}, "dst_port needs protocol tcp or udp"),
+    ({"match": [{"protocol": "tcp", "port": 80, "src_port": 1}]}, "not both"),
+    ({"match": [{"protocol": "sctp"}]}, "downlink.priority.match[0].protocol: 'sctp': expected tcp"),
+    ({"match": [{"dscp": 64}]}, "downlink.priority.match[0].dscp: 64: out of range"),
+    ({"match": [{"protocol": "udp", "port": 70000}]}, "match[0].port: 70000: out of range"),
+    ({"match": [{"protocol": "udp", "vlan": 3}]}, "match[0].vlan: 3: unknown field"),
+    ({"share": 0}, "downlink.priority.share: 0: out of range; allowed (0, 1]"),
+    ({"best_effort_share": 1.5}, "downlink.priority.best_effort_share: 1.5: out of range"),
+    ({"queue": 0}, "downlink.priority.queue: 0: out of range"),
+    ({"red": {"min": 3, "max": 2, "max_p": 0.1, "weight": 0.002}},
+     "downlink.priority.red: min 3 must be less than max 2"),
+])
+def test_bad_priority(priority, fragment):
+    found = problems_of(priority_data(**priority))
+    assert any(fragment in p for p in found), found
+
+
+def test_priority_limits_best_effort_and_rejects_what_it_cannot_do():
+    data = priority_data()
+    data["downlink"]["queue"] = 2000
+    assert any("downlink.queue: 2000: with a priority class, best effort queues at most 1024"
+               in p for p in problems_of(data))
+    data = priority_data()
+    data["downlink"]["rate"] = "unlimited"
+    assert any("downlink.priority: a priority class needs a rate" in p for p in problems_of(data))
+    data = priority_data()
+    data["downlink"]["sojourn_ramp"] = {"target": "5ms"}
+    assert any("downlink.sojourn_ramp: cannot be combined with priority" in p
+               for p in problems_of(data))
+
+
+@pytest.mark.parametrize("base", [f"smix2-r{n}-mix{red}" for n in (0, 2, 4)
+                                  for red in ("", "-red")])
+def test_smix2_priority_profiles_split_udp_from_their_base(base):
+    plain = load_profile(PROFILES / f"{base}.yaml")
+    split = load_profile(PROFILES / f"{base}-priority.yaml")
+    priority = split.downlink.priority
+    assert [(m.protocol, m.dscp, m.src_port, m.dst_port) for m in priority.match] == [
+        (17, None, None, None)]
+    assert (priority.queue_packets, priority.share, priority.best_effort_share) == (22, 0.5, 0.5)
+    assert priority.red is None
+    assert split.downlink == dataclasses.replace(plain.downlink, priority=priority)
+    assert split.uplink == plain.uplink and split.states == plain.states

@@ -12,6 +12,12 @@ const direction_t DIR_DOWNLINK = 0;   // fixed -> mobile
 const direction_t DIR_UPLINK   = 1;   // mobile -> fixed
 const bit<32>     NUM_DIRECTIONS = 2;
 
+// Two traffic classes per direction, each with its own router queue: queue
+// index = direction x 2 + class.
+const bit<1>  CLASS_BEST_EFFORT = 0;
+const bit<1>  CLASS_PRIORITY = 1;
+const bit<32> NUM_QUEUES = 4;
+
 // Fractional bits of the virtual clock. Serialization cost per byte is pushed
 // as microseconds x 2^20, so 10 Gbit/s keeps 0.06 % precision without floats.
 #define TIME_FRAC_BITS 20
@@ -23,5 +29,7 @@ const bit<32> ETH_HEADER_BYTES = 14;
 
 const bit<16> ETHERTYPE_IPV4 = 0x0800;
 const bit<16> ETHERTYPE_IPV6 = 0x86dd;
+const bit<8>  IP_PROTO_TCP = 6;
+const bit<8>  IP_PROTO_UDP = 17;
 
 #endif

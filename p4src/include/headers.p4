@@ -37,10 +37,17 @@ header ipv6_h {
     bit<128> dst_addr;
 }
 
+// The first four bytes of TCP and UDP: enough to classify by port.
+header l4_ports_h {
+    bit<16> src_port;
+    bit<16> dst_port;
+}
+
 struct headers_t {
     ethernet_h ethernet;
     ipv4_h     ipv4;
     ipv6_h     ipv6;
+    l4_ports_h l4;
 }
 
 // Link parameters of one direction, loaded from the link_params table.
@@ -48,11 +55,17 @@ struct link_params_t {
     bit<48>   byte_cost_q;     // serialization time per byte, us << TIME_FRAC_BITS
     bit<32>   overhead_bytes;  // per-packet link overhead added to the L3 length
     time_us_t delay_us;        // propagation delay after serialization
-    bit<32>   queue_limit;     // router queue, packets waiting for the link
     time_us_t stall_us;        // give up waiting for a predecessor after this
     time_us_t retx_delay_us;   // ARQ: an errored frame is drawn again this much later
     bit<8>    max_retx;        // ARQ: retransmissions before the frame is lost
-    bit<32>   queue_bytes_limit; // router queue, bytes waiting (0: no byte limit)
+}
+
+// The router queue of one traffic class, loaded from the queue_params table.
+struct queue_params_t {
+    bit<32>   queue_limit;       // packets waiting for the link
+    bit<32>   queue_bytes_limit; // bytes waiting (0: no byte limit)
+    bit<48>   share_cost_q;      // the class's own rate cap, like byte_cost_q (0: none)
+    bit<1>    deferred;          // best effort behind a priority class: start decided late
 }
 
 // Outcome of one error draw on the link.
@@ -82,9 +95,13 @@ struct link_meta_t {
     @field_list(1) bit<1>      lost;        // failed every attempt; dropped in its turn
     @field_list(1) bit<1>      hol;         // counted as held behind a retransmission
     @field_list(1) time_us_t   wake_us;     // nothing changes for it before this
-    bit<1>        admitted;
-    bit<1>        released;
-    link_params_t params;
+    @field_list(1) bit<1>      cls;         // traffic class: 0 best effort, 1 priority
+    @field_list(1) bit<1>      deferred;    // waits for the scheduler to give it a start
+    @field_list(1) bit<32>     ticket;      // its place among the deferred packets
+    bit<1>         admitted;
+    bit<1>         released;
+    link_params_t  params;
+    queue_params_t queue;
 }
 
 struct metadata_t {

@@ -11,6 +11,11 @@
 // simple_switch_grpc has no Thrift server to deepen it (16 x 64 matches the
 // 1024-packet recirculation queue); they are all = 0 mod 4, so one BMv2
 // egress worker serves them all, which keeps the loop on two threads.
+//
+// Deferred best effort (a profile's priority split): the waiting best-effort
+// packets of a direction are a ring of tickets with their arrival and costs;
+// every event of the direction offers the head the link (BestEffortStart), and
+// a deferred packet picks its start and sequence number up from its slot.
 #include <core.p4>
 #include <v1model.p4>
 
@@ -18,6 +23,8 @@
 #include "../include/headers.p4"
 #include "../include/control/port_map.p4"
 #include "../include/control/link_params.p4"
+#include "../include/control/traffic_class.p4"
+#include "../include/control/best_effort.p4"
 #include "../include/control/link_clock.p4"
 #include "../include/control/router_queue.p4"
 #include "../include/control/release.p4"
@@ -31,10 +38,23 @@ const bit<32> INSTANCE_TYPE_RECIRC = 4;
 const bit<9>  HOLD_PORT_BASE = 448;   // 448, 452, .. 508: never attach these
 const bit<9>  HOLD_PORT_MASK = 15;    // 16 hold ports, chosen by sequence number
 const bit<8>  FL_HOLD = 1;            // @field_list(1) in link_meta_t
+// Deferred best-effort packets per direction; the profile keeps the
+// best-effort queue limit at or below it, so a slot is never overwritten
+// while its packet waits.
+const bit<32> DEFER_RING = 1024;
+const bit<32> DEFER_MASK = DEFER_RING - 1;
 
 // The emulated link carries the L3 packet; the Ethernet header is Mininet's.
 bit<32> l3_length(in bit<32> frame_len) {
     return frame_len > ETH_HEADER_BYTES ? frame_len - ETH_HEADER_BYTES : 0;
+}
+
+bit<32> queue_index(in link_meta_t m) {
+    return ((bit<32>) m.dir << 1) | (bit<32>) m.cls;
+}
+
+bit<32> defer_slot(in link_meta_t m, in bit<32> ticket) {
+    return ((bit<32>) m.dir * DEFER_RING) | (ticket & DEFER_MASK);
 }
 
 parser LinkemuParser(packet_in pkt, out headers_t hdr, inout metadata_t meta,
@@ -57,10 +77,23 @@ parser LinkemuParser(packet_in pkt, out headers_t hdr, inout metadata_t meta,
     }
     state parse_ipv4 {
         pkt.extract(hdr.ipv4);
-        transition accept;
+        // Ports only where they follow a plain header in the first fragment.
+        transition select(hdr.ipv4.ihl, hdr.ipv4.frag_offset, hdr.ipv4.protocol) {
+            (5, 0, IP_PROTO_TCP) : parse_l4;
+            (5, 0, IP_PROTO_UDP) : parse_l4;
+            default              : accept;
+        }
     }
     state parse_ipv6 {
         pkt.extract(hdr.ipv6);
+        transition select(hdr.ipv6.next_hdr) {
+            IP_PROTO_TCP : parse_l4;
+            IP_PROTO_UDP : parse_l4;
+            default      : accept;
+        }
+    }
+    state parse_l4 {
+        pkt.extract(hdr.l4);
         transition accept;
     }
 }
@@ -72,27 +105,36 @@ control NoChecksum(inout headers_t hdr, inout metadata_t meta) {
 control LinkemuIngress(inout headers_t hdr, inout metadata_t meta,
                        inout standard_metadata_t std) {
     register<time_q_t>(NUM_DIRECTIONS) link_free;
-    register<bit<32>>(NUM_DIRECTIONS) queue_pkts;
-    register<seq_t>(NUM_DIRECTIONS) next_seq;
+    register<time_q_t>(NUM_QUEUES) class_free;            // a class's rate cap
+    register<bit<32>>(NUM_QUEUES) queue_pkts;
+    register<seq_t>(NUM_DIRECTIONS) next_seq;             // link order
     register<seq_t>(NUM_DIRECTIONS) next_release;
     register<time_us_t>(NUM_DIRECTIONS) retx_busy_until;  // last ARQ due so far
     register<bit<1>>(NUM_DIRECTIONS) loss_bad;            // Gilbert-Elliott state
-    register<bit<32>>(NUM_DIRECTIONS) queue_bytes;        // L3 bytes waiting
-    register<time_us_t>(NUM_DIRECTIONS) last_start;       // the queue is empty since
-    register<bit<64>>(NUM_DIRECTIONS) red_avg;
-    register<bit<32>>(NUM_DIRECTIONS) red_count;
-    register<bit<32>>(NUM_DIRECTIONS) red_target;
+    register<bit<32>>(NUM_QUEUES) queue_bytes;            // L3 bytes waiting
+    register<time_us_t>(NUM_QUEUES) last_start;           // the queue is empty since
+    register<bit<64>>(NUM_QUEUES) red_avg;
+    register<bit<32>>(NUM_QUEUES) red_count;
+    register<bit<32>>(NUM_QUEUES) red_target;
+    register<bit<32>>(NUM_DIRECTIONS) defer_head;         // next ticket to start
+    register<bit<32>>(NUM_DIRECTIONS) defer_tail;         // next ticket to hand out
+    register<time_us_t>(NUM_DIRECTIONS * DEFER_RING) defer_arrival;
+    register<time_q_t>(NUM_DIRECTIONS * DEFER_RING) defer_cost;
+    register<time_q_t>(NUM_DIRECTIONS * DEFER_RING) defer_share_cost;
+    register<time_q_t>(NUM_DIRECTIONS * DEFER_RING) defer_start;
+    register<seq_t>(NUM_DIRECTIONS * DEFER_RING) defer_seq;
 
     counter(NUM_DIRECTIONS, CounterType.packets_and_bytes) link_in;
-    counter(NUM_DIRECTIONS, CounterType.packets_and_bytes) drop_queue;
-    counter(NUM_DIRECTIONS, CounterType.packets_and_bytes) drop_aqm;
-    counter(NUM_DIRECTIONS, CounterType.packets) drop_aqm_ect;
-    counter(NUM_DIRECTIONS, CounterType.packets) ecn_marks;
-    counter(NUM_DIRECTIONS, CounterType.packets) ramp_marks;
+    // Router-queue counters are per class (queue_index).
+    counter(NUM_QUEUES, CounterType.packets_and_bytes) drop_queue;
+    counter(NUM_QUEUES, CounterType.packets_and_bytes) drop_aqm;
+    counter(NUM_QUEUES, CounterType.packets) drop_aqm_ect;
+    counter(NUM_QUEUES, CounterType.packets) ecn_marks;
+    counter(NUM_QUEUES, CounterType.packets) ramp_marks;
     // The router queue over time: the controller samples both counters, and
     // their difference is the queue (frames; bytes as captured).
-    counter(NUM_DIRECTIONS, CounterType.packets_and_bytes) queue_enter;
-    counter(NUM_DIRECTIONS, CounterType.packets_and_bytes) queue_leave;
+    counter(NUM_QUEUES, CounterType.packets_and_bytes) queue_enter;
+    counter(NUM_QUEUES, CounterType.packets_and_bytes) queue_leave;
     counter(NUM_DIRECTIONS, CounterType.packets_and_bytes) drop_link_error;
     counter(NUM_DIRECTIONS, CounterType.packets_and_bytes) drop_loss_model;
     counter(NUM_DIRECTIONS, CounterType.packets) drop_malformed;
@@ -103,7 +145,9 @@ control LinkemuIngress(inout headers_t hdr, inout metadata_t meta,
 
     PortMap() port_map;
     LinkParams() link_params;
+    TrafficClass() traffic_class;
     LinkClock() link_clock;
+    BestEffortStart() best_effort_start;
     RouterQueueLeave() router_queue_leave;
     Release() release;
     LinkErrors() link_errors;
@@ -139,9 +183,46 @@ control LinkemuIngress(inout headers_t hdr, inout metadata_t meta,
 
         // "Now": arrival for a new packet, the last egress pass for a held one
         // (a recirculated packet keeps a stale ingress timestamp).
-        time_us_t now = meta.link.now_us;
+        time_us_t now = fresh ? std.ingress_global_timestamp : meta.link.now_us;
+
+        // Every event of the direction offers the link to the head of its
+        // deferred best effort, before a new packet can claim it.
+        bit<32> be_queue = dir << 1;
+        bit<32> head;
+        bit<32> tail;
+        defer_head.read(head, dir);
+        defer_tail.read(tail, dir);
+        if (head != tail) {
+            bit<32> slot = defer_slot(meta.link, head);
+            time_us_t arrival;
+            time_q_t cost;
+            time_q_t share_cost;
+            time_q_t free;
+            time_q_t cap_free;
+            defer_arrival.read(arrival, slot);
+            defer_cost.read(cost, slot);
+            defer_share_cost.read(share_cost, slot);
+            link_free.read(free, dir);
+            class_free.read(cap_free, be_queue);
+            bool settled;
+            time_q_t start;
+            best_effort_start.apply(now, free, cap_free, arrival, cost, share_cost,
+                                    settled, start, free, cap_free);
+            if (settled) {
+                seq_t seq;
+                next_seq.read(seq, dir);
+                next_seq.write(dir, seq + 1);
+                defer_seq.write(slot, seq);
+                defer_start.write(slot, start);
+                link_free.write(dir, free);
+                class_free.write(be_queue, cap_free);
+                last_start.write(be_queue, (time_us_t) (start >> TIME_FRAC_BITS));
+                head = head + 1;
+                defer_head.write(dir, head);
+            }
+        }
+
         if (fresh) {
-            now = std.ingress_global_timestamp;
             link_in.count(dir);
 
             bit<1> bad;
@@ -160,82 +241,110 @@ control LinkemuIngress(inout headers_t hdr, inout metadata_t meta,
                 return;
             }
 
+            traffic_class.apply(hdr, meta.link);
+            bit<32> q = queue_index(meta.link);
             bit<32> l3_len = l3_length(std.packet_length);
             bit<32> waiting;
             bit<32> waiting_bytes;
             time_us_t empty_since;
-            queue_pkts.read(waiting, dir);
-            queue_bytes.read(waiting_bytes, dir);
-            last_start.read(empty_since, dir);
+            queue_pkts.read(waiting, q);
+            queue_bytes.read(waiting_bytes, q);
+            last_start.read(empty_since, q);
 
             red_state_t aqm;
             bit<16> rand_aqm;
             bit<2> verdict;
             bool use_ecn;
-            red_avg.read(aqm.avg, dir);
-            red_count.read(aqm.count, dir);
-            red_target.read(aqm.target, dir);
+            red_avg.read(aqm.avg, q);
+            red_count.read(aqm.count, q);
+            red_target.read(aqm.target, q);
             random(rand_aqm, 0, 0xffff);
             red.apply(waiting, waiting_bytes, now - empty_since, rand_aqm, meta.link, aqm,
                       verdict, use_ecn);
-            red_avg.write(dir, aqm.avg);
-            red_count.write(dir, aqm.count);
-            red_target.write(dir, aqm.target);
+            red_avg.write(q, aqm.avg);
+            red_count.write(q, aqm.count);
+            red_target.write(q, aqm.target);
             bool capable;
             bool ect1;
             ecn_capable.apply(hdr, capable, ect1);
             if (verdict == AQM_SIGNAL && use_ecn && capable) {
                 ecn_mark.apply(hdr);
-                ecn_marks.count(dir);
+                ecn_marks.count(q);
             } else if (verdict != AQM_PASS) {
-                drop_aqm.count(dir);
+                drop_aqm.count(q);
                 if (capable) {
-                    drop_aqm_ect.count(dir);
+                    drop_aqm_ect.count(q);
                 }
                 mark_to_drop(std);
                 return;
             }
 
             time_q_t free;
-            time_q_t new_free;
+            time_q_t cap_free;
+            time_q_t cost;
+            time_q_t share_cost;
             link_free.read(free, dir);
-            link_clock.apply(now, l3_len, free, waiting, waiting_bytes, meta.link, new_free);
+            class_free.read(cap_free, q);
+            link_clock.apply(now, l3_len, free, cap_free, head != tail, waiting, waiting_bytes,
+                             meta.link, free, cap_free, cost, share_cost);
             if (meta.link.admitted == 0) {
-                drop_queue.count(dir);
+                drop_queue.count(q);
                 mark_to_drop(std);
                 return;
             }
-            link_free.write(dir, new_free);
-            last_start.write(dir, meta.link.start_us);
-            bit<16> rand_ramp;
-            bool ramp_mark;
-            random(rand_ramp, 0, 0xffff);
-            sojourn_ramp.apply(meta.link.start_us - now, rand_ramp, meta.link, ramp_mark);
-            if (ramp_mark && ect1) {
-                ecn_mark.apply(hdr);
-                ramp_marks.count(dir);
+            if (meta.link.deferred == 1) {
+                bit<32> slot = defer_slot(meta.link, tail);
+                defer_arrival.write(slot, now);
+                defer_cost.write(slot, cost);
+                defer_share_cost.write(slot, share_cost);
+                defer_tail.write(dir, tail + 1);
+                meta.link.ticket = tail;
+                meta.link.seq = tail;   // spreads it over the hold ports until it starts
+            } else {
+                link_free.write(dir, free);
+                class_free.write(q, cap_free);
+                last_start.write(q, meta.link.start_us);
+                seq_t seq;
+                next_seq.read(seq, dir);
+                meta.link.seq = seq;
+                next_seq.write(dir, seq + 1);
+                bit<16> rand_ramp;
+                bool ramp_mark;
+                random(rand_ramp, 0, 0xffff);
+                sojourn_ramp.apply(meta.link.start_us - now, rand_ramp, meta.link, ramp_mark);
+                if (ramp_mark && ect1) {
+                    ecn_mark.apply(hdr);
+                    ramp_marks.count(q);
+                }
             }
             if (meta.link.queued == 1) {
-                queue_pkts.write(dir, waiting + 1);
-                queue_bytes.write(dir, waiting_bytes + l3_len);
-                queue_enter.count(dir);
+                queue_pkts.write(q, waiting + 1);
+                queue_bytes.write(q, waiting_bytes + l3_len);
+                queue_enter.count(q);
             }
-            seq_t seq;
-            next_seq.read(seq, dir);
-            meta.link.seq = seq;
-            next_seq.write(dir, seq + 1);
+        } else if (meta.link.deferred == 1 && (int<32>) (meta.link.ticket - head) < 0) {
+            // Its start was settled: take it, with its place in link order.
+            bit<32> slot = defer_slot(meta.link, meta.link.ticket);
+            time_q_t start;
+            time_q_t cost;
+            defer_start.read(start, slot);
+            defer_cost.read(cost, slot);
+            defer_seq.read(meta.link.seq, slot);
+            set_times(meta.link, start, cost);
+            meta.link.deferred = 0;
         }
 
         bool left;
         router_queue_leave.apply(now, meta.link, left);
         if (left) {
+            bit<32> q = queue_index(meta.link);
             bit<32> waiting;
             bit<32> waiting_bytes;
-            queue_pkts.read(waiting, dir);
-            queue_pkts.write(dir, waiting - 1);
-            queue_bytes.read(waiting_bytes, dir);
-            queue_bytes.write(dir, waiting_bytes - l3_length(std.packet_length));
-            queue_leave.count(dir);
+            queue_pkts.read(waiting, q);
+            queue_pkts.write(q, waiting - 1);
+            queue_bytes.read(waiting_bytes, q);
+            queue_bytes.write(q, waiting_bytes - l3_length(std.packet_length));
+            queue_leave.count(q);
         }
 
         time_us_t busy_until;
@@ -277,7 +386,8 @@ control LinkemuIngress(inout headers_t hdr, inout metadata_t meta,
         } else if (meta.link.released == 0) {
             std.egress_spec = HOLD_PORT_BASE + (((bit<9>) meta.link.seq & HOLD_PORT_MASK) << 2);
             // Sleep until the next event: serialization starts, an error draw,
-            // the due instant. A packet waiting for its turn looks every pass.
+            // the due instant. A packet waiting for its turn (in release
+            // order, or for a start as deferred best effort) looks every pass.
             time_us_t wake = meta.link.due_us;
             if (meta.link.link_done == 0 && meta.link.attempt_us < wake) {
                 wake = meta.link.attempt_us;
@@ -285,7 +395,7 @@ control LinkemuIngress(inout headers_t hdr, inout metadata_t meta,
             if (meta.link.queued == 1 && meta.link.start_us < wake) {
                 wake = meta.link.start_us;
             }
-            meta.link.wake_us = blocked ? 0 : wake;
+            meta.link.wake_us = (blocked || meta.link.deferred == 1) ? 0 : wake;
         } else if (meta.link.out_port != 0) {
             std.egress_spec = meta.link.out_port;
         } else {
@@ -313,6 +423,7 @@ control LinkemuDeparser(packet_out pkt, in headers_t hdr) {
         pkt.emit(hdr.ethernet);
         pkt.emit(hdr.ipv4);
         pkt.emit(hdr.ipv6);
+        pkt.emit(hdr.l4);
     }
 }
 

@@ -7,17 +7,14 @@
 control LinkParams(inout link_meta_t m) {
 
     action set_params(bit<48> byte_cost_q, bit<32> overhead_bytes,
-                      time_us_t delay_us, bit<32> queue_limit,
-                      time_us_t stall_us, time_us_t retx_delay_us,
-                      bit<8> max_retx, bit<32> queue_bytes_limit) {
+                      time_us_t delay_us, time_us_t stall_us,
+                      time_us_t retx_delay_us, bit<8> max_retx) {
         m.params.byte_cost_q = byte_cost_q;
         m.params.overhead_bytes = overhead_bytes;
         m.params.delay_us = delay_us;
-        m.params.queue_limit = queue_limit;
         m.params.stall_us = stall_us;
         m.params.retx_delay_us = retx_delay_us;
         m.params.max_retx = max_retx;
-        m.params.queue_bytes_limit = queue_bytes_limit;
     }
 
     // Without an entry a direction is an ideal wire: no rate limit, no delay.
@@ -25,11 +22,9 @@ control LinkParams(inout link_meta_t m) {
         m.params.byte_cost_q = 0;
         m.params.overhead_bytes = 0;
         m.params.delay_us = 0;
-        m.params.queue_limit = 0;
         m.params.stall_us = 0;
         m.params.retx_delay_us = 0;
         m.params.max_retx = 0;
-        m.params.queue_bytes_limit = 0;
     }
 
     table link_params {

@@ -1,4 +1,4 @@
-// RED (Floyd and Jacobson) on the router queue, without floating point.
+// RED (Floyd and Jacobson) on a class's router queue, without floating point.
 //
 // The average is an EWMA in Q.16 of the queue in packets or bytes, updated at
 // each arrival; after an idle period it decays by (1 - w)^m, m the idle time in
@@ -34,10 +34,13 @@ control Red(in bit<32> queue_pkts, in bit<32> queue_bytes, in time_us_t idle_us,
     }
 
     table red_params {
-        key = { m.dir : exact; }
+        key = {
+            m.dir : exact;
+            m.cls : exact;
+        }
         actions = { set_red; @defaultonly NoAction; }
         const default_action = NoAction;
-        size = 2;
+        size = 4;
     }
 
     action decay(bit<32> factor_q16) {
@@ -47,11 +50,12 @@ control Red(in bit<32> queue_pkts, in bit<32> queue_bytes, in time_us_t idle_us,
     table red_decay {
         key = {
             m.dir   : exact;
+            m.cls   : exact;
             idle_us : range;
         }
         actions = { decay; @defaultonly NoAction; }
         const default_action = NoAction;   // idle beyond the table: average 0
-        size = 1024;
+        size = 2048;
     }
 
     action signal_with(bit<32> p_b_q16) {
@@ -66,11 +70,12 @@ control Red(in bit<32> queue_pkts, in bit<32> queue_bytes, in time_us_t idle_us,
     table red_curve {
         key = {
             m.dir : exact;
+            m.cls : exact;
             s.avg : range;
         }
         actions = { signal_with; drop_all; @defaultonly NoAction; }
         const default_action = NoAction;   // below min_th
-        size = 1024;
+        size = 2048;
     }
 
     apply {

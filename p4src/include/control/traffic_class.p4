@@ -1,0 +1,86 @@
+// The traffic class of a packet and the router queue of that class.
+//
+// Without entries in traffic_class every packet is best effort. A profile's
+// priority split adds ternary entries on DSCP, IP protocol and TCP/UDP ports
+// that put a packet in the priority class; each class then has its own
+// queue_params entry: limits, an optional rate cap (its share of the link),
+// and, for best effort, a deferred start (see best_effort.p4).
+#ifndef LINKEMU_TRAFFIC_CLASS_P4
+#define LINKEMU_TRAFFIC_CLASS_P4
+
+#include "../headers.p4"
+
+control TrafficClass(in headers_t hdr, inout link_meta_t m) {
+    bit<1>  is_ip = 0;
+    bit<6>  dscp = 0;
+    bit<8>  protocol = 0;
+    bit<16> src_port = 0;
+    bit<16> dst_port = 0;
+
+    action set_class(bit<1> cls) {
+        m.cls = cls;
+    }
+
+    table traffic_class {
+        key = {
+            m.dir    : exact;
+            is_ip    : exact;
+            dscp     : ternary;
+            protocol : ternary;
+            src_port : ternary;
+            dst_port : ternary;
+        }
+        actions = { set_class; @defaultonly NoAction; }
+        const default_action = NoAction;
+        size = 256;
+    }
+
+    action set_queue(bit<32> queue_limit, bit<32> queue_bytes_limit,
+                     bit<48> share_cost_q, bit<1> deferred) {
+        m.queue.queue_limit = queue_limit;
+        m.queue.queue_bytes_limit = queue_bytes_limit;
+        m.queue.share_cost_q = share_cost_q;
+        m.queue.deferred = deferred;
+    }
+
+    // Without an entry a class has no router queue: only a packet that finds
+    // the link free gets through (an ideal link never queues).
+    action no_queue() {
+        m.queue.queue_limit = 0;
+        m.queue.queue_bytes_limit = 0;
+        m.queue.share_cost_q = 0;
+        m.queue.deferred = 0;
+    }
+
+    table queue_params {
+        key = {
+            m.dir : exact;
+            m.cls : exact;
+        }
+        actions = { set_queue; @defaultonly no_queue; }
+        const default_action = no_queue;
+        size = 4;
+    }
+
+    // Applied once, when the packet arrives.
+    apply {
+        m.cls = CLASS_BEST_EFFORT;
+        if (hdr.ipv4.isValid()) {
+            is_ip = 1;
+            dscp = hdr.ipv4.dscp;
+            protocol = hdr.ipv4.protocol;
+        } else if (hdr.ipv6.isValid()) {
+            is_ip = 1;
+            dscp = hdr.ipv6.dscp;
+            protocol = hdr.ipv6.next_hdr;
+        }
+        if (hdr.l4.isValid()) {
+            src_port = hdr.l4.src_port;
+            dst_port = hdr.l4.dst_port;
+        }
+        traffic_class.apply();
+        queue_params.apply();
+    }
+}
+
+#endif

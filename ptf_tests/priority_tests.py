@@ -1,0 +1,108 @@
+"""PTF tests of the two-class priority split (DiffServ) ahead of the link."""
+
+import time
+
+from linkemu_base import FIXED_PORT, MOBILE_PORTS, LinkemuTest, frame_seq, profile, udp_frame
+
+MOBILE = MOBILE_PORTS[0]
+PRIORITY_PORT = 5000
+BEST_EFFORT_PORT = 9
+
+
+def split(**priority):
+    """A 64 kbit/s downlink whose UDP to PRIORITY_PORT is the priority class."""
+    return {"rate": "64kbit", "delay": "50ms", "queue": 8,
+            "priority": {"match": [{"protocol": "udp", "dst_port": PRIORITY_PORT}],
+                         "queue": 4, **priority}}
+
+
+def tx_s(frame_length, rate_bps=64_000):
+    return (frame_length - 14) * 8 / rate_bps
+
+
+class PriorityTest(LinkemuTest):
+    """A priority frame waits only for the frame on the link, never for the
+    best-effort backlog, and is never dropped for it; every frame leaves when
+    the non-preemptive strict-priority model says (which FIFO would miss by
+    hundreds of milliseconds)."""
+
+    def runTest(self):
+        link = split()
+        self.push({"downlink": link})
+        best_effort = [bytes(udp_frame(FIXED_PORT, MOBILE, i, 500, BEST_EFFORT_PORT))
+                       for i in range(20)]
+        priority = [bytes(udp_frame(FIXED_PORT, MOBILE, 100 + i, 200, PRIORITY_PORT))
+                    for i in range(10)]
+
+        def send():
+            # One best-effort frame on the link, 8 waiting, 11 dropped; then a
+            # priority frame every 40 ms while the backlog drains (60.75 ms a frame).
+            for frame in best_effort:
+                self.send(FIXED_PORT, frame)
+            start = time.time()
+            for i, frame in enumerate(priority):
+                time.sleep(max(0.0, start + 0.02 + 0.04 * i - time.time()))
+                self.send(FIXED_PORT, frame)
+
+        before = self.counters()
+        sent, received = self.timed(FIXED_PORT, MOBILE, send, wait=1.5)
+        direction = profile(downlink=link).downlink
+        self.assert_on_time(sent, received, direction)
+
+        self.assertEqual(self.counter_delta(before, "drop_queue", "downlink/priority"), 0)
+        self.assertEqual(self.counter_delta(before, "drop_queue", "downlink/best_effort"), 11)
+        got = {frame_seq(f.data): f.ts for f in received}
+        self.assertEqual(sorted(s for s in got if s >= 100), list(range(100, 110)))
+        arrivals = {frame_seq(f.data): f.ts for f in sent}
+        worst = tx_s(500) + tx_s(200) + 0.050 + 0.010
+        for seq in range(100, 110):
+            self.assertLess(got[seq] - arrivals[seq], worst, f"priority frame {seq}")
+
+
+class PriorityShareTest(LinkemuTest):
+    """Each class's share caps its rate: back-to-back bursts of both classes
+    interleave as the model of two capped classes says."""
+
+    def runTest(self):
+        link = split(share=0.5, best_effort_share=0.5)
+        self.push({"downlink": link})
+        frames = [bytes(udp_frame(FIXED_PORT, MOBILE, i, 300,
+                                  PRIORITY_PORT if i % 2 else BEST_EFFORT_PORT))
+                  for i in range(8)]
+
+        def send():
+            for frame in frames:
+                self.send(FIXED_PORT, frame)
+
+        before = self.counters()
+        sent, received = self.timed(FIXED_PORT, MOBILE, send, wait=8 * 2 * tx_s(300) + 0.5)
+        self.assert_on_time(sent, received, profile(downlink=link).downlink)
+        self.assertEqual(self.counter_delta(before, "link_out", "downlink"), 8)
+        # Each class alone would leave at half the link rate.
+        for parity in (0, 1):
+            times = sorted(f.ts for f in received if frame_seq(f.data) % 2 == parity)
+            gaps = [b - a for a, b in zip(times, times[1:])]
+            self.assertGreater(min(gaps), 2 * tx_s(300) * 0.97, gaps)
+
+
+class ClassAqmTest(LinkemuTest):
+    """Each class has its own AQM: RED on the priority class drops priority
+    frames only, and best effort keeps its plain tail drop."""
+
+    def runTest(self):
+        link = split(red={"min": 1, "max": 3, "max_p": 1, "weight": 0.9})
+        self.push({"downlink": link})
+        before = self.counters()
+        for i in range(30):
+            self.send(FIXED_PORT, bytes(udp_frame(FIXED_PORT, MOBILE, i, 300, PRIORITY_PORT)))
+        for i in range(30):
+            self.send(FIXED_PORT, bytes(udp_frame(FIXED_PORT, MOBILE, 100 + i, 300,
+                                                  BEST_EFFORT_PORT)))
+        self.wait_until_idle("downlink", timeout=10)
+        self.assertGreater(self.counter_delta(before, "drop_aqm", "downlink/priority"), 0)
+        self.assertEqual(self.counter_delta(before, "drop_aqm", "downlink/best_effort"), 0)
+        self.assertEqual(self.counter_delta(before, "drop_queue", "downlink/best_effort"), 30 - 8)
+        delivered = self.counter_delta(before, "link_out", "downlink")
+        self.assertEqual(delivered, 8 + 30 -
+                         self.counter_delta(before, "drop_aqm", "downlink/priority") -
+                         self.counter_delta(before, "drop_queue", "downlink/priority"))
