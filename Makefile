@@ -9,7 +9,7 @@ FIXED   ?= 1
 MOBILE  ?= 1
 DEBIAN_PACKAGES := python3-venv mininet iperf3 tcpdump ethtool iproute2 iputils-ping
 
-.PHONY: all setup check-tools build run ptf test unit bench clean
+.PHONY: all setup check-tools build run ptf test unit bench bench-tcp clean
 
 all: build
 
@@ -32,13 +32,20 @@ check-tools:
 	  echo "see README.md 'P4 tools'. Without them only the unit tests run."; exit 1; \
 	else echo "p4c and simple_switch_grpc found"; fi
 
-build: $(BUILD)/linkemu.json
+build: $(BUILD)/linkemu.json $(BUILD)/forward.json
 
 $(BUILD)/linkemu.json: $(P4_SRCS)
 	@command -v p4c >/dev/null || { $(MAKE) --no-print-directory check-tools; exit 1; }
 	@mkdir -p $(BUILD)
 	p4c --target bmv2 --arch v1model --std p4-16 -o $(BUILD) \
 	    --p4runtime-files $(BUILD)/linkemu.p4info.txtpb $(P4_MAIN)
+
+# The benchmark's baseline: plain port-to-port forwarding.
+$(BUILD)/forward.json: bench/forward.p4
+	@command -v p4c >/dev/null || { $(MAKE) --no-print-directory check-tools; exit 1; }
+	@mkdir -p $(BUILD)
+	p4c --target bmv2 --arch v1model --std p4-16 -o $(BUILD) \
+	    --p4runtime-files $(BUILD)/forward.p4info.txtpb $<
 
 run: build
 	$(PYTHON) mininet/run.py --profile $(PROFILE) --fixed $(FIXED) --mobile $(MOBILE) \
@@ -57,13 +64,15 @@ test:
 unit:
 	$(PYTHON) -m pytest -ra control_plane/tests
 
-# Release-time error and switch CPU (a TCP flow through two links; a paced
-# stream), and link-state change latency. Needs root, BMv2, Mininet; prints JSON.
+# Fidelity and capacity against plain BMv2 forwarding (needs root and BMv2);
+# writes results/bench-DATE/ (report.md, report.json, plots). QUICK=1: minutes.
 bench: build
+	$(PYTHON) bench/benchmark.py $(if $(QUICK),--quick) $(if $(OUT),--out $(OUT))
+
+# Release-time error of real TCP through Mininet (needs Mininet); prints JSON.
+bench-tcp: build
 	$(PYTHON) bench/tcp_fidelity.py --profile profiles/gprs-optimal.yaml \
 	    --profile profiles/10mbit-20ms.yaml --seconds 20
-	$(PYTHON) bench/hold_loop.py --profile profiles/10mbit-20ms.yaml --count 1000 --interval 0.0005
-	$(PYTHON) bench/state_latency.py --interval 0.05 --seconds 20
 
 clean:
 	rm -rf $(BUILD)

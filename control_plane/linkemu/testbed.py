@@ -15,10 +15,11 @@ from .veth import VethPair
 
 
 @contextmanager
-def veth_testbed(layout, profile, p4info_path, bmv2_json_path):
-    """Yields (SimpleSwitchGrpc, {port number: test-side interface name})."""
+def veth_switch(ports):
+    """A switch with no program on veth pairs for the port numbers `ports`.
+
+    Yields (SimpleSwitchGrpc, {port number: test-side interface name})."""
     tag = f"le{os.getpid() % 100000}"
-    ports = [p.number for p in layout.fixed + layout.mobile]
     pairs = {port: VethPair(f"{tag}-{port}s", f"{tag}-{port}p") for port in ports}
     switch = SimpleSwitchGrpc({p: v.switch_end for p, v in pairs.items()},
                               grpc_port=free_tcp_port())
@@ -26,10 +27,17 @@ def veth_testbed(layout, profile, p4info_path, bmv2_json_path):
         for pair in pairs.values():
             pair.create()
         switch.start()
-        with Switch(switch.grpc_address) as controller:
-            dataplane.install(controller, p4info_path, bmv2_json_path, layout, profile)
         yield switch, {port: pair.peer for port, pair in pairs.items()}
     finally:
         switch.stop()
         for pair in pairs.values():
             pair.delete()
+
+
+@contextmanager
+def veth_testbed(layout, profile, p4info_path, bmv2_json_path):
+    """linkemu with a port layout and a profile on veth pairs; yields as veth_switch."""
+    with veth_switch([p.number for p in layout.fixed + layout.mobile]) as (switch, peers):
+        with Switch(switch.grpc_address) as controller:
+            dataplane.install(controller, p4info_path, bmv2_json_path, layout, profile)
+        yield switch, peers

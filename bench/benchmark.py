@@ -1,0 +1,331 @@
+"""Fidelity and capacity of linkemu, side by side with plain BMv2 forwarding.
+
+Runs every measurement on switches of its own (veth pairs, no Mininet), with
+the same traffic through linkemu and through bench/forward.p4, and writes a
+results folder: report.json (every figure), report.md (tables, targets) and
+PNG plots. Method: docs/benchmark.md.
+
+    sudo .venv/bin/python bench/benchmark.py [--quick] [--out DIR]
+"""
+
+import argparse
+import json
+import os
+import platform
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+from scipy import stats
+
+from linkemu import dataplane
+from linkemu.dataplane import Port, PortLayout
+from linkemu.fidelity import compare
+from linkemu.link_states import walk
+from linkemu.p4runtime import Switch
+from linkemu.profile import parse_profile
+from linkemu.state_driver import StateDriver
+from linkemu.testbed import veth_switch, veth_testbed
+
+from report import write_report
+from traffic import frame_seq, paced
+
+ROOT = Path(__file__).resolve().parent.parent
+BUILD = ROOT / "build"
+LINKEMU = (BUILD / "linkemu.p4info.txtpb", BUILD / "linkemu.json")
+BASELINE = (BUILD / "forward.p4info.txtpb", BUILD / "forward.json")
+LAYOUT = PortLayout(fixed=(Port(1),), mobile=(Port(2),))
+SIZE = 500
+
+
+def link(rate="unlimited", delay="0ms", **extra):
+    return parse_profile({"downlink": {"rate": rate, "delay": delay, "queue": 1000, **extra},
+                          "uplink": {}}, source="benchmark profile")
+
+
+def percentiles(values_s):
+    ordered = sorted(values_s)
+    if not ordered:
+        return {}
+    pick = lambda p: ordered[min(len(ordered) - 1, int(p / 100 * len(ordered)))] * 1e3  # noqa: E731
+    return {"n": len(ordered), "p50_ms": pick(50), "p99_ms": pick(99), "max_ms": ordered[-1] * 1e3}
+
+
+def tx_s(size, rate_bps):
+    return (size - dataplane.ETH_HEADER_BYTES) * 8 / rate_bps
+
+
+class Bench:
+    def __init__(self, switch, peers, quick):
+        self.switch, self.peers, self.quick = switch, peers, quick
+        self.controller = Switch(switch.grpc_address)
+        self.controller.connect()
+
+    def push(self, profile):
+        dataplane.push_profile(self.controller, profile)
+
+    def stream(self, profile, count, spacing, size, wait):
+        self.push(profile)
+        return paced(self.switch, self.peers, [(i * spacing, size) for i in range(count)], wait)
+
+    # Delay and rate fidelity -------------------------------------------------
+    def delay_cell(self, rate_bps, delay_ms, load, size=SIZE):
+        profile = link(f"{rate_bps / 1e3:g}kbit", f"{delay_ms}ms")
+        tx = tx_s(size, rate_bps)
+        budget = 2 if self.quick else 5
+        if load == "idle":
+            spacing = max(2 * tx, 0.002)
+            count = max(30, min(300, int(budget / spacing)))
+        else:
+            spacing = tx / 1.25
+            count = max(60, min(600, int(budget / tx)))
+        backlog = count * (tx - spacing) if load == "loaded" else 0
+        run = self.stream(profile, count, spacing, size, delay_ms / 1e3 + backlog + 2 * tx + 0.5)
+        fidelity = compare(run.arrivals, run.departures, profile.downlink)
+        cell = {"rate_bps": rate_bps, "delay_ms": delay_ms, "load": load, "size": size,
+                "sent": count, "entered": len(run.arrivals), **fidelity.summary(),
+                "errors_ms": [round(e * 1e3, 4) for e in fidelity.errors]}
+        if load == "loaded":
+            cell.update(self.rate_of(run.departures, rate_bps))
+        return cell
+
+    @staticmethod
+    def rate_of(departures, rate_bps):
+        """Delivered rate and departure spacing of a saturated link."""
+        times = sorted(f.ts for f in departures)
+        if len(times) < 3:
+            return {}
+        span = times[-1] - times[0]
+        octets = sum(f.length - dataplane.ETH_HEADER_BYTES for f in departures[1:])
+        gaps = [b - a for a, b in zip(times, times[1:])]
+        expected_gap = tx_s(departures[0].length, rate_bps)
+        delivered = octets * 8 / span
+        return {"delivered_bps": delivered,
+                "rate_error_pct": (delivered - rate_bps) / rate_bps * 100,
+                "gap_median_us": statistics.median(gaps) * 1e6,
+                "gap_expected_us": expected_gap * 1e6}
+
+    # ARQ holds ---------------------------------------------------------------
+    def arq_holds(self):
+        profile = link(arq={"delay": "700ms", "max_retransmissions": 6, "in_order": False})
+        self.push(profile)
+        self.controller.modify(dataplane.link_state_entries({"downlink": 0.5, "uplink": 0}))
+        count = 60 if self.quick else 200
+        run = paced(self.switch, self.peers, [(i * 0.02, SIZE) for i in range(count)],
+                    wait=6 * 0.7 + 1)
+        self.controller.modify(dataplane.link_state_entries({"downlink": 0, "uplink": 0}))
+        by_k = {}
+        for latency in run.latencies():
+            k = round(latency / 0.7)
+            by_k.setdefault(k, []).append(latency - 0.7 * k)
+        return {"delay_ms": 700, "by_retransmissions": {
+            k: {"hold_ms": 700 * k, **percentiles(v)} for k, v in sorted(by_k.items())},
+            "all": percentiles([e for v in by_k.values() for e in v])}
+
+    # Loss --------------------------------------------------------------------
+    def losses(self, profile, count, spacing, error=None):
+        self.push(profile)
+        if error is not None:
+            self.controller.modify(dataplane.link_state_entries({"downlink": error, "uplink": 0}))
+        run = paced(self.switch, self.peers, [(i * spacing, 100) for i in range(count)], wait=0.5)
+        if error is not None:
+            self.controller.modify(dataplane.link_state_entries({"downlink": 0, "uplink": 0}))
+        delivered = {frame_seq(f.data) for f in run.departures}
+        return [frame_seq(f.data) not in delivered for f in run.arrivals]
+
+    def loss_fidelity(self):
+        count = 2000 if self.quick else 5000
+        rows = []
+        for p in (0.01, 0.1, 0.5):
+            lost = self.losses(link(), count, 0.0004, error=p)
+            test = stats.binomtest(sum(lost), len(lost), p)
+            ci = test.proportion_estimate, test.proportion_ci(0.99)
+            rows.append({"configured": p, "n": len(lost), "lost": sum(lost),
+                         "measured": ci[0], "ci99": [ci[1].low, ci[1].high],
+                         "inside": ci[1].low <= p <= ci[1].high})
+        p, r = 0.05, 0.3
+        lost = self.losses(link(loss={"model": "gilbert-elliott", "p": p, "r": r}), count, 0.0004)
+        bursts, run = [], 0
+        for gone in lost + [False]:
+            if gone:
+                run += 1
+            elif run:
+                bursts.append(run)
+                run = 0
+        # Burst lengths are geometric with mean 1/r: chi-square over 1..5, 6+.
+        observed = [sum(b == n for b in bursts) for n in range(1, 6)] + [sum(b >= 6 for b in bursts)]
+        law = [(1 - r) ** (n - 1) * r for n in range(1, 6)] + [(1 - r) ** 5]
+        chi = stats.chisquare(observed, [q * len(bursts) for q in law])
+        return {"error_rate": rows, "gilbert_elliott": {
+            "p": p, "r": r, "n": len(lost), "loss_rate": sum(lost) / len(lost),
+            "stationary": p / (p + r), "bursts": len(bursts),
+            "mean_burst": statistics.mean(bursts) if bursts else None, "mean_burst_law": 1 / r,
+            "burst_histogram": observed, "chi_square_p": chi.pvalue}}
+
+    # State changes -------------------------------------------------------------
+    def state_changes(self):
+        """Scheduled instant -> first frame that met the new state (frames
+        every 0.5 ms; a change toggles the error probability 0 <-> 1)."""
+        seconds = 5 if self.quick else 15
+        static = {"distribution": "static", "value": "100ms"}
+        profile = parse_profile({"downlink": {}, "uplink": {}, "link_states": {
+            "start": {"good": 1}, "states": {
+                "good": {"error": 0, "duration": static, "next": {"bad": 1}},
+                "bad": {"error": {"downlink": 1, "uplink": 0}, "duration": static,
+                        "next": {"good": 1}}}}})
+        self.push(profile)
+        driver = StateDriver(self.controller, profile.states, walk(profile.states))
+        spacing = 0.0005
+        thread = threading.Thread(target=driver.run, kwargs={"duration_s": seconds})
+        schedule = [(i * spacing, 100) for i in range(int((seconds + 0.3) / spacing))]
+        run = paced(self.switch, self.peers, schedule, wait=0.3, at_start=thread.start)
+        thread.join()
+        entered = sorted((f.ts, frame_seq(f.data)) for f in run.arrivals)
+        delivered = {frame_seq(f.data) for f in run.departures}
+        latencies = []
+        for applied in driver.applied[1:]:
+            scheduled = applied.applied_unix - applied.latency_s
+            bad = applied.segment.state == "bad"
+            after = [(ts, seq) for ts, seq in entered if ts >= scheduled]
+            first = next((ts for ts, seq in after if (seq not in delivered) == bad), None)
+            if first is not None:
+                latencies.append(first - scheduled)
+        return {"changes": len(latencies), "frame_spacing_ms": spacing * 1e3,
+                **percentiles(latencies), "write_return": driver.latency_summary()}
+
+    # Capacity ----------------------------------------------------------------
+    def zero_delay_throughput(self, profile):
+        """The highest offered rate (64 B frames, zero added delay) the switch
+        delivers in full (99.9 %), from a sweep of offered rates."""
+        if profile is not None:
+            self.push(profile)
+        rows = []
+        for pps in ((5000, 10000, 20000) if self.quick else (5000, 10000, 15000, 20000, 30000,
+                                                              40000)):
+            cpu = self.switch.cpu_seconds()
+            run = paced(self.switch, self.peers, [(i / pps, 64) for i in range(pps)], wait=1.0)
+            cpu = self.switch.cpu_seconds() - cpu
+            entered, delivered = len(run.arrivals), len(run.departures)
+            rows.append({"offered_pps": pps, "entered": entered, "delivered": delivered,
+                         "cpu_s_per_packet_us": cpu / max(1, delivered) * 1e6,
+                         **percentiles(run.latencies())})
+            if delivered < 0.999 * entered:
+                break
+        full = [r["offered_pps"] for r in rows if r["delivered"] >= 0.999 * r["entered"]]
+        return {"sustained_pps": max(full) if full else 0, "sweep": rows}
+
+    def held_cpu(self):
+        """Switch CPU (cores) while N packets sit held for 2 s."""
+        rows = []
+        for held in (10, 100, 500):
+            self.push(link(delay="2s"))
+            cpu, start = self.switch.cpu_seconds(), time.monotonic()
+            paced(self.switch, self.peers, [(i * 0.0002, 200) for i in range(held)], wait=2.3)
+            rows.append({"held": held,
+                         "cores": (self.switch.cpu_seconds() - cpu) / (time.monotonic() - start)})
+        return rows
+
+    def close(self):
+        self.controller.close()
+
+
+def build_info():
+    """The BMv2 build: version, and whether logging macros were compiled in."""
+    binary = shutil.which("simple_switch_grpc")
+    version = subprocess.run([binary, "--version"], capture_output=True, text=True).stdout.strip()
+    config = Path(binary).resolve().parent.parent / "include" / "bm" / "config.h"
+    info = {"simple_switch_grpc": binary, "version": version}
+    if config.exists():
+        text = config.read_text()
+        for macro in ("LOG_DEBUG_ON", "LOG_TRACE_ON", "ELOG_ON"):
+            info[macro] = bool(re.search(rf"^#define {macro}\b", text, re.M))
+        info["logging_macros"] = info["LOG_DEBUG_ON"] or info["LOG_TRACE_ON"]
+    else:
+        info["logging_macros"] = None   # unknown: no bm/config.h beside the binary
+    return info
+
+
+def machine():
+    cpu = next((line.split(":", 1)[1].strip() for line in
+                Path("/proc/cpuinfo").read_text().splitlines() if line.startswith("model name")),
+               platform.processor())
+    return {"cpu": cpu, "cores": os.cpu_count(), "kernel": platform.release(),
+            "python": platform.python_version()}
+
+
+RATES = (64e3, 1e6, 10e6, 20e6, 50e6)
+DELAYS_MS = (0, 20, 300)
+CAPACITY_RATES = (10e6, 20e6, 50e6, 100e6, 200e6)
+
+
+def run_linkemu(quick):
+    results = {}
+    with veth_testbed(LAYOUT, link(), *LINKEMU) as (switch, peers):
+        os.sched_setaffinity(0, switch.other_cores())
+        bench = Bench(switch, peers, quick)
+        try:
+            bench.stream(link("10Mbit", "20ms"), 300, 0.0004, SIZE, 0.5)  # warm up
+            rates = (64e3, 10e6) if quick else RATES
+            delays = (20,) if quick else DELAYS_MS
+            results["delay"] = [bench.delay_cell(r, d, load) for r in rates for d in delays
+                                for load in ("idle", "loaded")]
+            results["capacity_curve"] = [bench.delay_cell(r, 20, "loaded", size=1500)
+                                         for r in (CAPACITY_RATES[:3] if quick else CAPACITY_RATES)]
+            results["arq"] = bench.arq_holds()
+            results["loss"] = bench.loss_fidelity()
+            results["state_change"] = bench.state_changes()
+            results["zero_delay"] = bench.zero_delay_throughput(link())
+            results["held_cpu"] = bench.held_cpu()
+        finally:
+            bench.close()
+    return results
+
+
+def run_baseline(quick):
+    results = {}
+    with veth_switch([1, 2]) as (switch, peers):
+        os.sched_setaffinity(0, switch.other_cores())
+        with Switch(switch.grpc_address) as controller:
+            controller.set_pipeline(*BASELINE)
+        bench = Bench(switch, peers, quick)
+        try:
+            paced(switch, peers, [(i * 0.0004, SIZE) for i in range(300)], 0.5)  # warm up
+            run = paced(switch, peers, [(i * 0.002, SIZE) for i in range(1000 if not quick
+                                                                        else 300)], 0.5)
+            results["latency"] = {**percentiles(run.latencies()),
+                                  "latencies_ms": [round(x * 1e3, 4) for x in run.latencies()]}
+            results["zero_delay"] = bench.zero_delay_throughput(None)
+        finally:
+            bench.close()
+    return results
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="fewer cells and frames")
+    parser.add_argument("--out", help="results folder (default results/bench-DATE)")
+    args = parser.parse_args(argv)
+    for path in LINKEMU + BASELINE:
+        if not path.exists():
+            print(f"{path} is missing: run 'make build'", file=sys.stderr)
+            return 2
+    out = Path(args.out or ROOT / "results" / f"bench-{time.strftime('%Y%m%d-%H%M%S')}")
+    started = time.strftime("%Y-%m-%d %H:%M:%S %z")
+    report = {"date": started, "quick": args.quick, "machine": machine(), "bmv2": build_info()}
+    if report["bmv2"]["logging_macros"]:
+        print("WARNING: BMv2 was built with logging macros: these figures are meaningless",
+              file=sys.stderr)
+    report["baseline"] = run_baseline(args.quick)
+    report["linkemu"] = run_linkemu(args.quick)
+    write_report(report, out)
+    print(f"report in {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

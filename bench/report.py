@@ -1,0 +1,189 @@
+"""The benchmark's results folder: report.json, report.md and PNG plots.
+
+Written into a temporary folder beside the target and renamed into place, so
+an interrupted run never leaves a folder that looks complete.
+"""
+
+import json
+import shutil
+import tempfile
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+TARGET_RATE_BPS = 20e6
+TARGETS = {
+    "delay_p99_ms": 0.5,
+    "rate_error_pct": 0.5,
+    "state_change_p99_ms": 2.0,
+    "zero_delay_ratio": 0.5,
+}
+
+
+def rate_label(bps):
+    return f"{bps / 1e6:g} Mbit/s" if bps >= 1e6 else f"{bps / 1e3:g} kbit/s"
+
+
+def assess(report):
+    """[(target, measured, met, note)] for the issue's targets."""
+    emu, base = report["linkemu"], report["baseline"]
+    cells = [c for c in emu["delay"] if c["rate_bps"] <= TARGET_RATE_BPS and "p99_ms" in c]
+    worst = max(cells, key=lambda c: c["p99_ms"])
+    base_p99 = base["latency"]["p99_ms"]
+    rows = [("delay error p99 <= 0.5 ms up to 20 Mbit/s", f"{worst['p99_ms']:.3f} ms "
+             f"({rate_label(worst['rate_bps'])}, {worst['delay_ms']} ms, {worst['load']})",
+             worst["p99_ms"] <= TARGETS["delay_p99_ms"],
+             f"plain BMv2 forwarding alone: p50 {base['latency']['p50_ms']:.3f} ms, "
+             f"p99 {base_p99:.3f} ms")]
+    loaded = [c for c in cells if "rate_error_pct" in c]
+    worst_rate = max(loaded, key=lambda c: abs(c["rate_error_pct"]))
+    rows.append(("rate error <= 0.5 % up to 20 Mbit/s",
+                 f"{worst_rate['rate_error_pct']:+.3f} % ({rate_label(worst_rate['rate_bps'])})",
+                 abs(worst_rate["rate_error_pct"]) <= TARGETS["rate_error_pct"], ""))
+    outside = [r for r in emu["loss"]["error_rate"] if not r["inside"]]
+    rows.append(("loss inside its 99 % interval",
+                 f"{len(emu['loss']['error_rate']) - len(outside)} of "
+                 f"{len(emu['loss']['error_rate'])} inside", not outside, ""))
+    change = emu["state_change"]
+    rows.append(("state-change latency p99 <= 2 ms", f"{change['p99_ms']:.3f} ms",
+                 change["p99_ms"] <= TARGETS["state_change_p99_ms"],
+                 f"resolution {change['frame_spacing_ms']} ms (frame spacing)"))
+    ratio = emu["zero_delay"]["sustained_pps"] / base["zero_delay"]["sustained_pps"]
+    rows.append((">= 50 % of plain forwarding's throughput at zero added delay",
+                 f"{ratio * 100:.0f} % ({emu['zero_delay']['sustained_pps']} vs "
+                 f"{base['zero_delay']['sustained_pps']} frames/s sustained)",
+                 ratio >= TARGETS["zero_delay_ratio"], "offered rates sweep, 64 B frames"))
+    return rows
+
+
+def capacity_rate(report, limit_ms=1.0):
+    """The highest rate whose loaded p99 error stays within limit_ms."""
+    ok = [c["rate_bps"] for c in report["linkemu"]["capacity_curve"]
+          if c.get("p99_ms", float("inf")) <= limit_ms]
+    return max(ok) if ok else None
+
+
+def markdown(report):
+    emu, base = report["linkemu"], report["baseline"]
+    bmv2 = report["bmv2"]
+    lines = [f"# linkemu benchmark, {report['date']}", ""]
+    if bmv2["logging_macros"]:
+        lines += ["**BMv2 was built with logging macros: these figures are meaningless.**", ""]
+    elif bmv2["logging_macros"] is None:
+        lines += ["BMv2's build flags are unknown (no bm/config.h beside the binary).", ""]
+    m = report["machine"]
+    lines += [f"Machine: {m['cpu']}, {m['cores']} cores, kernel {m['kernel']}. "
+              f"BMv2: {bmv2['version']} (logging macros: {bmv2['logging_macros']}).", "",
+              "## Targets", "", "| target | measured | met | note |", "|---|---|---|---|"]
+    for target, measured, met, note in assess(report):
+        lines.append(f"| {target} | {measured} | {'yes' if met else '**no**'} | {note} |")
+    lines += ["", "## Delay error (actual - requested release), ms", "",
+              "| rate | delay | load | frames | p50 | p99 | max | rate error | gap (expected) µs |",
+              "|---|---|---|---|---|---|---|---|---|"]
+    for c in emu["delay"]:
+        rate = (f"{c['rate_error_pct']:+.3f} %" if "rate_error_pct" in c else "")
+        gap = (f"{c['gap_median_us']:.1f} ({c['gap_expected_us']:.1f})"
+               if "gap_median_us" in c else "")
+        lines.append(f"| {rate_label(c['rate_bps'])} | {c['delay_ms']} ms | {c['load']} | "
+                     f"{c.get('delivered', 0)} | {c.get('p50_ms', 0):.3f} | "
+                     f"{c.get('p99_ms', 0):.3f} | {c.get('max_ms', 0):.3f} | {rate} | {gap} |")
+    lines += ["", f"Plain forwarding (bench/forward.p4), same frames: latency p50 "
+              f"{base['latency']['p50_ms']:.3f} ms, p99 {base['latency']['p99_ms']:.3f} ms, "
+              f"max {base['latency']['max_ms']:.3f} ms.", "",
+              "## Capacity", "",
+              "| loaded rate (1500 B frames) | p50 | p99 | max | rate error |",
+              "|---|---|---|---|---|"]
+    for c in emu["capacity_curve"]:
+        lines.append(f"| {rate_label(c['rate_bps'])} | {c.get('p50_ms', 0):.3f} | "
+                     f"{c.get('p99_ms', 0):.3f} | {c.get('max_ms', 0):.3f} | "
+                     f"{c.get('rate_error_pct', 0):+.3f} % |")
+    best = capacity_rate(report)
+    lines += ["", f"Highest rate with delay p99 error <= 1 ms: "
+              f"{rate_label(best) if best else 'none measured'}.", ""]
+    lines += ["| zero added delay, 64 B frames | offered frames/s | delivered | "
+              "latency p50 ms | p99 ms | switch CPU µs per frame |", "|---|---|---|---|---|---|"]
+    for name, result in (("linkemu", emu["zero_delay"]), ("plain forwarding", base["zero_delay"])):
+        for r in result["sweep"]:
+            lines.append(f"| {name} | {r['offered_pps']} | {r['delivered']} of {r['entered']} | "
+                         f"{r.get('p50_ms', 0):.3f} | {r.get('p99_ms', 0):.3f} | "
+                         f"{r['cpu_s_per_packet_us']:.1f} |")
+    lines += ["", "CPU per frame includes the switch's idle polling, so it falls as the "
+              "rate rises.", "",
+              "| packets held (2 s) | switch cores busy |", "|---|---|"]
+    lines += [f"| {r['held']} | {r['cores']:.2f} |" for r in emu["held_cpu"]]
+    arq = emu["arq"]
+    lines += ["", "## ARQ holds (700 ms per retransmission), error ms", "",
+              "| retransmissions | hold | frames | p50 | p99 | max |", "|---|---|---|---|---|---|"]
+    for k, row in arq["by_retransmissions"].items():
+        lines.append(f"| {k} | {row['hold_ms']} ms | {row['n']} | {row['p50_ms']:.3f} | "
+                     f"{row['p99_ms']:.3f} | {row['max_ms']:.3f} |")
+    loss = emu["loss"]
+    lines += ["", "## Loss", "", "| configured | frames | measured | 99 % interval | inside |",
+              "|---|---|---|---|---|"]
+    for r in loss["error_rate"]:
+        lines.append(f"| {r['configured']} | {r['n']} | {r['measured']:.4f} | "
+                     f"[{r['ci99'][0]:.4f}, {r['ci99'][1]:.4f}] | {r['inside']} |")
+    ge = loss["gilbert_elliott"]
+    lines += ["", f"Gilbert-Elliott p {ge['p']}, r {ge['r']}: loss {ge['loss_rate']:.4f} "
+              f"(stationary {ge['stationary']:.4f}), {ge['bursts']} bursts of mean "
+              f"{ge['mean_burst']:.3f} (law {ge['mean_burst_law']:.3f}), chi-square p "
+              f"{ge['chi_square_p']:.3f}.", ""]
+    change = emu["state_change"]
+    lines += ["## Link-state changes", "",
+              f"{change['changes']} changes; scheduled instant to the first frame that met "
+              f"the new state: p50 {change['p50_ms']:.3f} ms, p99 {change['p99_ms']:.3f} ms, "
+              f"max {change['max_ms']:.3f} ms (frames every {change['frame_spacing_ms']} ms). "
+              f"P4Runtime write returned after p50 {change['write_return']['p50_ms']:.3f} ms.",
+              ""]
+    return "\n".join(lines)
+
+
+def plots(report, folder):
+    emu = report["linkemu"]
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for rate in sorted({c["rate_bps"] for c in emu["delay"]}):
+        errors = sorted(e for c in emu["delay"] if c["rate_bps"] == rate for e in c["errors_ms"])
+        if errors:
+            ax.plot(errors, [(i + 1) / len(errors) for i in range(len(errors))],
+                    label=rate_label(rate))
+    base = sorted(report["baseline"]["latency"]["latencies_ms"])
+    ax.plot(base, [(i + 1) / len(base) for i in range(len(base))], "k--",
+            label="plain forwarding latency")
+    ax.set(xlabel="release error (ms)", ylabel="CDF", xscale="log",
+           title="Delay error per rate (all delays and loads)")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(folder / "delay_error_cdf.png", dpi=120)
+    plt.close(fig)
+
+    curve = [c for c in emu["capacity_curve"] if "p99_ms" in c]
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    rates = [c["rate_bps"] / 1e6 for c in curve]
+    for key in ("p50_ms", "p99_ms", "max_ms"):
+        ax.plot(rates, [c[key] for c in curve], "o-", label=key.split("_")[0])
+    ax.axhline(1.0, color="grey", linestyle=":", label="1 ms")
+    ax.set(xlabel="link rate (Mbit/s), loaded with 1500 B frames", ylabel="release error (ms)",
+           xscale="log", yscale="log", title="Capacity curve")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(folder / "capacity_curve.png", dpi=120)
+    plt.close(fig)
+
+
+def write_report(report, folder):
+    folder = Path(folder)
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{folder.name}-", dir=folder.parent))
+    try:
+        (staging / "report.json").write_text(json.dumps(report, indent=1))
+        (staging / "report.md").write_text(markdown(report))
+        plots(report, staging)
+        if folder.exists():
+            shutil.rmtree(folder)
+        staging.rename(folder)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise

@@ -1,0 +1,79 @@
+"""Synthetic traffic through a switch on veth pairs, measured where it enters
+and leaves the switch.
+
+Frames go out of a raw socket on the fixed side's test end (port 1) and are
+captured by tcpdump on the switch's own interfaces, inbound on port 1 and
+outbound on port 2: both captures use the kernel's clock, so each frame's
+time through the switch is measured in one clock, free of the sender's
+scheduling. Every frame carries a sequence number that identifies it.
+"""
+
+import socket
+import struct
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from linkemu.capture import Capture
+
+ETHER_TYPE = "88b5"   # IEEE local experimental: no host stack answers it
+
+
+def frame(seq, size):
+    head = bytes.fromhex("000000000002" "000000000001" + ETHER_TYPE)
+    return head + struct.pack("!I", seq) + bytes(size - len(head) - 4)
+
+
+def frame_seq(data):
+    return struct.unpack("!I", data[14:18])[0]
+
+
+def is_bench_frame(data):
+    return data[12:14] == bytes.fromhex(ETHER_TYPE)
+
+
+@dataclass
+class Run:
+    """What entered and what left the switch, as fidelity.Frames."""
+
+    arrivals: list
+    departures: list
+
+    def latencies(self):
+        """Seconds through the switch of each delivered frame."""
+        entered = {frame_seq(f.data): f.ts for f in self.arrivals}
+        return [f.ts - entered[frame_seq(f.data)] for f in self.departures
+                if frame_seq(f.data) in entered]
+
+
+def paced(switch, peers, schedule, wait, at_start=None):
+    """Sends frames at `schedule` [(offset s, size)] and waits `wait` s more;
+    calls at_start() just before the first frame goes.
+
+    Returns a Run. Paced by sleeping, then spinning for the last 0.2 ms."""
+    with tempfile.TemporaryDirectory() as workdir:
+        captures = [Capture(switch.ports[1], "in", Path(workdir) / "in.pcap", snaplen=64),
+                    Capture(switch.ports[2], "out", Path(workdir) / "out.pcap", snaplen=64)]
+        for capture in captures:
+            capture.start(settle=0.3)
+        try:
+            with socket.socket(socket.AF_PACKET, socket.SOCK_RAW) as sender:
+                sender.bind((peers[1], 0))
+                payloads = [frame(i, size) for i, (_, size) in enumerate(schedule)]
+                if at_start:
+                    at_start()
+                start = time.monotonic()
+                for (offset, _), payload in zip(schedule, payloads):
+                    due = start + offset
+                    while (left := due - time.monotonic()) > 0:
+                        if left > 0.0002:
+                            time.sleep(left - 0.0002)
+                    sender.send(payload)
+            time.sleep(wait)
+        finally:
+            for capture in captures:
+                capture.stop()
+        arrivals, departures = ([f for f in c.frames() if is_bench_frame(f.data)]
+                                for c in captures)
+    return Run(arrivals, departures)
