@@ -74,6 +74,8 @@ def markdown(report):
         lines += ["**BMv2 was built with logging macros: these figures are meaningless.**", ""]
     elif bmv2["logging_macros"] is None:
         lines += ["BMv2's build flags are unknown (no bm/config.h beside the binary).", ""]
+    for warning in report["linkemu"].get("warnings", []):
+        lines += [f"Warning: {warning}.", ""]
     m = report["machine"]
     lines += [f"Machine: {m['cpu']}, {m['cores']} cores, kernel {m['kernel']}. "
               f"BMv2: {bmv2['version']} (logging macros: {bmv2['logging_macros']}).", "",
