@@ -9,7 +9,6 @@ PNG plots. Method: docs/benchmark.md.
 """
 
 import argparse
-import json
 import os
 import platform
 import re
@@ -25,7 +24,7 @@ from scipy import stats
 
 from linkemu import dataplane
 from linkemu.dataplane import Port, PortLayout
-from linkemu.fidelity import compare
+from linkemu.fidelity import compare, loss_bursts
 from linkemu.link_states import walk
 from linkemu.p4runtime import Switch
 from linkemu.profile import parse_profile
@@ -80,10 +79,8 @@ class Bench:
         if self.linkemu:
             deadline = time.monotonic() + timeout
             while True:
-                c = dataplane.read_counters(self.controller)
-                gone = sum(c[name]["downlink"][0] for name in dataplane.COUNTERS
-                           if name.startswith("drop_") or name == "link_out")
-                shortfall = c["link_in"]["downlink"][0] - gone
+                shortfall = dataplane.in_flight(dataplane.read_counters(self.controller),
+                                                "downlink")
                 if shortfall <= self.unaccounted:
                     break
                 if time.monotonic() > deadline:
@@ -176,13 +173,7 @@ class Bench:
                          "inside": ci[1].low <= p <= ci[1].high})
         p, r = 0.05, 0.3
         lost = self.losses(link(loss={"model": "gilbert-elliott", "p": p, "r": r}), count, 0.0004)
-        bursts, run = [], 0
-        for gone in lost + [False]:
-            if gone:
-                run += 1
-            elif run:
-                bursts.append(run)
-                run = 0
+        bursts = loss_bursts(lost)
         # Burst lengths are geometric with mean 1/r: chi-square over 1..5, 6+.
         observed = [sum(b == n for b in bursts) for n in range(1, 6)] + [sum(b >= 6 for b in bursts)]
         law = [(1 - r) ** (n - 1) * r for n in range(1, 6)] + [(1 - r) ** 5]
@@ -228,13 +219,12 @@ class Bench:
     def zero_delay_throughput(self, profile):
         """The highest offered rate (64 B frames, zero added delay) the switch
         delivers in full (99.9 %), from a sweep of offered rates."""
+        if profile is not None:
+            self.push(profile)
         rows = []
         for pps in ((5000, 10000, 20000) if self.quick else (5000, 10000, 15000, 20000, 30000,
                                                               40000)):
-            if profile is None:
-                self.wait_until_idle()
-            else:
-                self.push(profile)
+            self.wait_until_idle()
             cpu = self.switch.cpu_seconds()
             run = paced(self.switch, self.peers, [(i / pps, 64) for i in range(pps)], wait=1.0)
             cpu = self.switch.cpu_seconds() - cpu

@@ -10,6 +10,7 @@ import time
 from scipy import stats
 
 from linkemu import dataplane
+from linkemu.fidelity import loss_bursts
 from linkemu.link_states import Segment, walk
 from linkemu.p4runtime import Switch
 from linkemu.state_driver import StateDriver
@@ -203,14 +204,7 @@ class LossModelTest(LinkemuTest):
         spread = Z999 * math.sqrt(stationary * (1 - stationary) / count *
                                   (1 + correlation) / (1 - correlation))
         self.assertAlmostEqual(sum(lost) / count, stationary, delta=spread)
-        bursts = []
-        run = 0
-        for gone in lost + [False]:
-            if gone:
-                run += 1
-            elif run:
-                bursts.append(run)
-                run = 0
+        bursts = loss_bursts(lost)
         mean_burst = sum(bursts) / len(bursts)
         sd = math.sqrt(1 - r) / r / math.sqrt(len(bursts))
         self.assertAlmostEqual(mean_burst, 1 / r, delta=Z999 * sd)

@@ -41,6 +41,9 @@ COUNTERS = {
     "queue_enter": "packets that waited in the router queue",
     "queue_leave": "packets that left the router queue for the link",
 }
+# Where a frame that entered the link ends: delivered, or dropped once
+# (drop_aqm_ect is a part of drop_aqm; malformed frames never entered).
+LINK_EXITS = ("link_out", "drop_queue", "drop_aqm", "drop_link_error", "drop_loss_model")
 QUEUE_COUNTERS = ("drop_queue", "drop_aqm", "drop_aqm_ect", "ecn_marks", "ramp_marks",
                   "queue_enter", "queue_leave")
 
@@ -394,6 +397,13 @@ def push_profile(switch, profile):
     switch.sync_table(SOJOURN_RAMP, sojourn_ramp_entries(profile))
     if profile.states is None:
         switch.modify(link_state_entries({d: 0.0 for d in DIRECTION_IDS}))
+
+
+def in_flight(counters, direction):
+    """Frames that entered `direction` and have neither left nor been dropped,
+    from a read_counters() reading."""
+    return counters["link_in"][direction][0] - sum(counters[name][direction][0]
+                                                   for name in LINK_EXITS)
 
 
 def read_counters(switch):

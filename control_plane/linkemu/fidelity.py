@@ -33,6 +33,18 @@ def read_frames(path):
             for data, meta in RawPcapReader(str(path))]
 
 
+def loss_bursts(lost):
+    """Lengths of the runs of consecutive losses in a list of booleans."""
+    bursts, run = [], 0
+    for gone in list(lost) + [False]:
+        if gone:
+            run += 1
+        elif run:
+            bursts.append(run)
+            run = 0
+    return bursts
+
+
 def _ceil_us(q):
     return -(-q // ONE)
 

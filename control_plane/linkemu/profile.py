@@ -333,12 +333,19 @@ def _open_unit_interval(value):
     return float(value)
 
 
-def _max_p(value):
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise ValueError("expected a probability in (0, 1]")
-    if not 0 < value <= 1:
-        raise ValueError("out of range; allowed (0, 1]")
-    return float(value)
+def _up_to_one(what):
+    """A number in (0, 1]: `what` names it in the error."""
+    def convert(value):
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise ValueError(f"expected {what} in (0, 1]")
+        if not 0 < value <= 1:
+            raise ValueError("out of range; allowed (0, 1]")
+        return float(value)
+    return convert
+
+
+_max_p = _up_to_one("a probability")
+_share = _up_to_one("a fraction of the link rate")
 
 
 def _size(value):
@@ -386,14 +393,6 @@ def _sojourn_ramp(section):
     target = section.field("target", _positive_time, default=1, required=True)
     section.reject_unknown()
     return target
-
-
-def _share(value):
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise ValueError("expected a fraction of the link rate in (0, 1]")
-    if not 0 < value <= 1:
-        raise ValueError("out of range; allowed (0, 1]")
-    return float(value)
 
 
 def _protocol(value):

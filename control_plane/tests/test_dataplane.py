@@ -221,3 +221,13 @@ def test_queue_counters_are_read_per_class_and_summed_per_direction():
     assert counters["drop_queue"] == {
         "downlink/best_effort": (1, 10), "downlink/priority": (2, 20), "downlink": (3, 30),
         "uplink/best_effort": (3, 30), "uplink/priority": (4, 40), "uplink": (7, 70)}
+
+
+def test_in_flight_counts_each_frame_once():
+    counters = {name: {"downlink": (0, 0)} for name in dataplane.COUNTERS}
+    counters["link_in"]["downlink"] = (10, 0)
+    counters["link_out"]["downlink"] = (5, 0)
+    counters["drop_aqm"]["downlink"] = (3, 0)
+    counters["drop_aqm_ect"]["downlink"] = (3, 0)    # a part of drop_aqm
+    counters["drop_malformed"]["downlink"] = (4, 0)  # never entered the link
+    assert dataplane.in_flight(counters, "downlink") == 2

@@ -113,3 +113,9 @@ def test_shares_cap_each_class():
     dues = model_due(mixed, link)
     assert round(dues[1] - 1.0, 6) == round(2 * TX, 6)
     assert round(dues[2] - 1.0, 6) == round(3 * TX, 6)
+
+
+def test_loss_bursts_are_runs_of_consecutive_losses():
+    from linkemu.fidelity import loss_bursts
+    assert loss_bursts([]) == []
+    assert loss_bursts([True, True, False, True, False, False, True, True, True]) == [2, 1, 3]
