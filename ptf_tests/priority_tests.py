@@ -36,12 +36,15 @@ class PriorityTest(LinkemuTest):
 
         def send():
             # One best-effort frame on the link, 8 waiting, 11 dropped; then a
-            # priority frame every 40 ms while the backlog drains (60.75 ms a frame).
+            # priority frame every 54 ms while the backlog drains (60.75 ms a
+            # frame). This schedule keeps every priority arrival at least 10 ms
+            # from an instant the link frees: nearer, capture and switch clocks
+            # may disagree on which came first, and so on the order.
             for frame in best_effort:
                 self.send(FIXED_PORT, frame)
             start = time.time()
             for i, frame in enumerate(priority):
-                time.sleep(max(0.0, start + 0.02 + 0.04 * i - time.time()))
+                time.sleep(max(0.0, start + 0.017 + 0.054 * i - time.time()))
                 self.send(FIXED_PORT, frame)
 
         before = self.counters()
