@@ -10,8 +10,9 @@ from pathlib import Path
 
 import yaml
 
+from .fields import Section, boolean, choice, int_in, text
 from .link_states import Duration, LinkState, StateChain
-from .units import (UnitError, format_rate, format_time_us, parse_rate, parse_size,
+from .units import (format_rate, format_time_us, parse_rate, parse_size,
                     parse_time_us)
 
 MIN_RATE_BPS = 1e3
@@ -183,65 +184,6 @@ class ProfileError(ValueError):
         super().__init__("\n".join(lines))
 
 
-class _Section:
-    """Reads the fields of one mapping, recording problems with their paths."""
-
-    def __init__(self, data, path, problems):
-        self.path = path
-        self.problems = problems
-        if not isinstance(data, dict):
-            self.problem(path or "(top level)", data, "expected a mapping of fields")
-            data = {}
-        self.data = data
-        self.known = set()
-
-    def problem(self, path, value, allowed):
-        self.problems.append(f"{path}: {value!r}: {allowed}")
-
-    def field(self, key, convert, default=None, required=False):
-        self.known.add(key)
-        path = self.sub_path(key)
-        if key not in self.data:
-            if required:
-                self.problems.append(f"{path}: missing; this field is required")
-            return default
-        value = self.data[key]
-        try:
-            return convert(value)
-        except (UnitError, ValueError, TypeError) as err:
-            self.problem(path, value, str(err))
-            return default
-
-    def sub_path(self, key):
-        return f"{self.path}.{key}" if self.path else str(key)
-
-    def section(self, key, required=True):
-        """The sub-mapping `key`; None when it is optional and absent."""
-        self.known.add(key)
-        if key not in self.data:
-            if not required:
-                return None
-            self.problems.append(f"{self.sub_path(key)}: missing; this section is required")
-        return _Section(self.data.get(key, {}), self.sub_path(key), self.problems)
-
-    def reject_unknown(self):
-        for key in self.data:
-            if key not in self.known:
-                path = self.sub_path(key)
-                allowed = ", ".join(sorted(self.known))
-                self.problem(path, self.data[key], f"unknown field; allowed: {allowed}")
-
-
-def _int_in(low, high, what):
-    def convert(value):
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise ValueError(f"expected a whole number of {what} in [{low}, {high}]")
-        if not low <= value <= high:
-            raise ValueError(f"out of range; allowed {low} to {high} {what}")
-        return value
-    return convert
-
-
 def _rate(value):
     if value == "unlimited":
         return None
@@ -274,26 +216,14 @@ def _probability(value):
     return float(value)
 
 
-def _bool(value):
-    if not isinstance(value, bool):
-        raise ValueError("expected true or false")
-    return value
-
-
-def _text(value):
-    if not isinstance(value, str):
-        raise ValueError("expected text")
-    return value
-
-
 def _arq(section):
     if section is None:
         return None
     arq = Arq(delay_us=section.field("delay", _positive_time, default=0, required=True),
               max_retransmissions=section.field("max_retransmissions",
-                                                _int_in(0, 15, "retransmissions"),
+                                                int_in(0, 15, "retransmissions"),
                                                 default=0, required=True),
-              in_order=section.field("in_order", _bool, default=True))
+              in_order=section.field("in_order", boolean, default=True))
     section.reject_unknown()
     return arq
 
@@ -304,7 +234,7 @@ LOSS_MODELS = ("bernoulli", "gilbert-elliott")
 def _loss(section):
     if section is None:
         return None
-    model = section.field("model", _choice(LOSS_MODELS), required=True)
+    model = section.field("model", choice(LOSS_MODELS), required=True)
     p = section.field("p", _probability, default=0.0, required=True)
     if model == "gilbert-elliott":
         loss = LossModel(model, to_bad=p,
@@ -315,14 +245,6 @@ def _loss(section):
         loss = LossModel(model, to_bad=0.0, to_good=1.0, bad_loss=p, good_loss=p)
     section.reject_unknown()
     return loss
-
-
-def _choice(allowed):
-    def convert(value):
-        if value not in allowed:
-            raise ValueError(f"expected one of {', '.join(allowed)}")
-        return value
-    return convert
 
 
 def _open_unit_interval(value):
@@ -367,7 +289,7 @@ RED_MODES = ("packets", "bytes")
 def _red(section, mtu, rate_bps):
     if section is None:
         return None
-    mode = section.field("mode", _choice(RED_MODES), default="packets")
+    mode = section.field("mode", choice(RED_MODES), default="packets")
     threshold = _size if mode == "bytes" else _packets
     low = section.field("min", threshold, default=0, required=True)
     high = section.field("max", threshold, default=1, required=True)
@@ -375,8 +297,8 @@ def _red(section, mtu, rate_bps):
               max_p=section.field("max_p", _max_p, default=0.1, required=True),
               weight=section.field("weight", _open_unit_interval, default=0.002,
                                    required=True),
-              gentle=section.field("gentle", _bool, default=False),
-              ecn=section.field("ecn", _bool, default=False),
+              gentle=section.field("gentle", boolean, default=False),
+              ecn=section.field("ecn", boolean, default=False),
               mean_packet_bytes=section.field("mean_packet", _size, default=mtu))
     if low is not None and high is not None and low >= high:
         section.problems.append(f"{section.path}: min {low:g} must be less than max {high:g}")
@@ -414,10 +336,10 @@ def _class_matches(section):
         return ()
     matches = []
     for i, item in enumerate(items):
-        entry = _Section(item, f"{path}[{i}]", section.problems)
-        dscp = entry.field("dscp", _int_in(0, 63, "(DSCP)"))
+        entry = Section(item, f"{path}[{i}]", section.problems)
+        dscp = entry.field("dscp", int_in(0, 63, "(DSCP)"))
         protocol = entry.field("protocol", _protocol)
-        ports = {key: entry.field(key, _int_in(0, 65535, "(port)"))
+        ports = {key: entry.field(key, int_in(0, 65535, "(port)"))
                  for key in ("port", "src_port", "dst_port")}
         entry.reject_unknown()
         given = [k for k, v in ports.items() if v is not None]
@@ -440,7 +362,7 @@ def _priority(section, mtu, rate_bps):
         return None
     priority = Priority(
         match=_class_matches(section),
-        queue_packets=section.field("queue", _int_in(1, 100000, "packets"),
+        queue_packets=section.field("queue", int_in(1, 100000, "packets"),
                                     default=DEFAULT_QUEUE_PACKETS),
         queue_bytes=section.field("queue_bytes", _size),
         red=_red(section.section("red", required=False), mtu, rate_bps),
@@ -458,9 +380,9 @@ def _direction(section, mtu):
     direction = Direction(
         rate_bps=rate,
         delay_us=section.field("delay", _delay, default=0),
-        queue_packets=section.field("queue", _int_in(1, 100000, "packets"),
+        queue_packets=section.field("queue", int_in(1, 100000, "packets"),
                                     default=DEFAULT_QUEUE_PACKETS),
-        overhead_bytes=section.field("overhead", _int_in(0, 1000, "bytes"), default=0),
+        overhead_bytes=section.field("overhead", int_in(0, 1000, "bytes"), default=0),
         arq=_arq(section.section("arq", required=False)),
         loss=_loss(section.section("loss", required=False)),
         queue_bytes=section.field("queue_bytes", _size),
@@ -486,7 +408,7 @@ DISTRIBUTIONS = ("static", "exponential", "uniform")
 
 
 def _duration(section):
-    kind = section.field("distribution", _choice(DISTRIBUTIONS), required=True)
+    kind = section.field("distribution", choice(DISTRIBUTIONS), required=True)
     if kind == "static":
         duration = Duration("static", value_us=section.field("value", _positive_time,
                                                              default=1, required=True))
@@ -557,7 +479,7 @@ def _states(section):
     if not names:
         states_section.problems.append(f"{states_section.path}: define at least one state")
     start = _vector(section.section("start"), names)
-    seed = section.field("seed", _int_in(0, 2**63 - 1, "(seed)"))
+    seed = section.field("seed", int_in(0, 2**63 - 1, "(seed)"))
     section.reject_unknown()
     return StateChain(start=start, states=states, seed=seed)
 
@@ -565,10 +487,10 @@ def _states(section):
 def parse_profile(data, source="profile", default_name="profile"):
     """Validates parsed YAML into a Profile, or raises ProfileError."""
     problems = []
-    top = _Section(data, "", problems)
-    name = top.field("name", _text, default=default_name)
-    description = top.field("description", _text, default="")
-    mtu = top.field("mtu", _int_in(68, 9000, "bytes"), default=1500)
+    top = Section(data, "", problems)
+    name = top.field("name", text, default=default_name)
+    description = top.field("description", text, default="")
+    mtu = top.field("mtu", int_in(68, 9000, "bytes"), default=1500)
     directions = {d: _direction(top.section(d), mtu) for d in DIRECTIONS}
     states = _states(top.section("link_states", required=False))
     top.reject_unknown()

@@ -1,0 +1,83 @@
+"""Reading YAML mappings field by field, recording every problem with its
+path, the value found and what is allowed (profiles and experiment files)."""
+
+from .units import UnitError
+
+
+class Section:
+    """Reads the fields of one mapping, recording problems with their paths."""
+
+    def __init__(self, data, path, problems):
+        self.path = path
+        self.problems = problems
+        if not isinstance(data, dict):
+            self.problem(path or "(top level)", data, "expected a mapping of fields")
+            data = {}
+        self.data = data
+        self.known = set()
+
+    def problem(self, path, value, allowed):
+        self.problems.append(f"{path}: {value!r}: {allowed}")
+
+    def field(self, key, convert, default=None, required=False):
+        self.known.add(key)
+        path = self.sub_path(key)
+        if key not in self.data:
+            if required:
+                self.problems.append(f"{path}: missing; this field is required")
+            return default
+        value = self.data[key]
+        try:
+            return convert(value)
+        except (UnitError, ValueError, TypeError) as err:
+            self.problem(path, value, str(err))
+            return default
+
+    def sub_path(self, key):
+        return f"{self.path}.{key}" if self.path else str(key)
+
+    def section(self, key, required=True):
+        """The sub-mapping `key`; None when it is optional and absent."""
+        self.known.add(key)
+        if key not in self.data:
+            if not required:
+                return None
+            self.problems.append(f"{self.sub_path(key)}: missing; this section is required")
+        return Section(self.data.get(key, {}), self.sub_path(key), self.problems)
+
+    def reject_unknown(self):
+        for key in self.data:
+            if key not in self.known:
+                path = self.sub_path(key)
+                allowed = ", ".join(sorted(self.known))
+                self.problem(path, self.data[key], f"unknown field; allowed: {allowed}")
+
+
+def int_in(low, high, what):
+    def convert(value):
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ValueError(f"expected a whole number of {what} in [{low}, {high}]")
+        if not low <= value <= high:
+            raise ValueError(f"out of range; allowed {low} to {high} {what}")
+        return value
+    return convert
+
+
+def boolean(value):
+    if not isinstance(value, bool):
+        raise ValueError("expected true or false")
+    return value
+
+
+def text(value):
+    if not isinstance(value, str):
+        raise ValueError("expected text")
+    return value
+
+
+def choice(allowed):
+    def convert(value):
+        if value not in allowed:
+            raise ValueError(f"expected one of {', '.join(allowed)}")
+        return value
+    return convert
