@@ -9,7 +9,7 @@ FIXED   ?= 1
 MOBILE  ?= 1
 DEBIAN_PACKAGES := python3-venv mininet iperf3 tcpdump ethtool iproute2 iputils-ping
 
-.PHONY: all setup check-tools build run ptf test unit bench bench-tcp clean
+.PHONY: all setup check-tools build run experiment ptf test unit bench bench-tcp clean
 
 all: build
 
@@ -51,6 +51,12 @@ run: build
 	$(PYTHON) mininet/run.py --profile $(PROFILE) --fixed $(FIXED) --mobile $(MOBILE) \
 	    $(if $(SCRIPT),--script $(SCRIPT)) $(if $(SEED),--seed $(SEED)) \
 	    $(if $(REPLAY),--replay $(REPLAY)) $(if $(RECORD),--record $(RECORD))
+
+# An experiment batch in Mininet (needs root): EXP=experiments/s-www.yaml,
+# SHORT=1 for its short form, OUT=dir (default results/NAME); reruns resume.
+experiment: build
+	@[ -n "$(EXP)" ] || { echo "usage: make experiment EXP=experiments/FILE.yaml [SHORT=1] [OUT=dir]"; exit 2; }
+	$(VENV)/bin/linkemu experiment run $(EXP) $(if $(SHORT),--short) $(if $(OUT),--out $(OUT))
 
 ptf: build
 	$(PYTHON) ptf_tests/harness.py

@@ -15,16 +15,13 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.append(str(ROOT / "mininet"))
-
-from emunet import emulated_link  # noqa: E402
-from linkemu import dataplane  # noqa: E402
-from linkemu.bmv2 import free_tcp_port  # noqa: E402
-from linkemu.p4runtime import Switch  # noqa: E402
-from linkemu.capture import Capture  # noqa: E402
-from linkemu.fidelity import compare  # noqa: E402
-from linkemu.profile import load_profile  # noqa: E402
+from linkemu import dataplane
+from linkemu.bmv2 import free_tcp_port
+from linkemu.capture import Capture
+from linkemu.emunet import emulated_link
+from linkemu.fidelity import compare
+from linkemu.p4runtime import Switch
+from linkemu.profile import load_profile
 
 
 def measure(profile_path, seconds, workdir):

@@ -15,8 +15,8 @@ import sys
 from mininet.cli import CLI
 from mininet.log import setLogLevel
 
-from emunet import BUILD, emulated_link
 from linkemu.bmv2 import GET_TOOLS, missing_tools
+from linkemu.emunet import BUILD, emulated_link
 from linkemu.link_states import TimelineError, read_timeline, walk
 from linkemu.profile import ProfileError, load_profile
 from linkemu.state_driver import default_record_path

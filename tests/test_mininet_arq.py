@@ -41,7 +41,7 @@ def ack_bursts(pcap, server_port=5201):
 
 
 def test_ack_bursts_after_bad_states_and_bulk_completes(tmp_path):
-    from emunet import emulated_link
+    from linkemu.emunet import emulated_link
     profile = load_profile(ROOT / "profiles" / "swww-medium-arq.yaml")
     record = tmp_path / "timeline.csv"
     pcap = tmp_path / "server-in.pcap"

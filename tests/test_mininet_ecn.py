@@ -20,7 +20,7 @@ LINK = {"rate": "2Mbit", "delay": "20ms", "queue": 100,
 
 
 def test_two_ecn_flows_are_marked_not_dropped(tmp_path):
-    from emunet import emulated_link
+    from linkemu.emunet import emulated_link
     profile = parse_profile({"downlink": LINK, "uplink": {"rate": "2Mbit", "delay": "20ms"}})
     pcap = tmp_path / "receiver.pcap"
     port = free_tcp_port()

@@ -19,7 +19,7 @@ pytestmark = needs_mininet("iperf3", "ping")
 
 @pytest.fixture(scope="module")
 def link_1mbit_50ms():
-    from emunet import emulated_link
+    from linkemu.emunet import emulated_link
     profile = load_profile(ROOT / "profiles" / "1mbit-50ms.yaml")
     with emulated_link(profile, grpc_port=free_tcp_port()) as net:
         yield net

@@ -2,14 +2,19 @@
 
 import argparse
 import json
+import os
 import sys
+from pathlib import Path
 
 from . import dataplane
+from .bmv2 import GET_TOOLS, missing_tools
 from .dataplane import Port, PortLayout
+from .experiment import load_experiment
 from .link_states import TimelineError, read_timeline, walk, write_timeline
 from .p4runtime import P4RuntimeError, Switch
 from .profile import ProfileError, load_profile
 from .queue_monitor import QueueMonitor
+from .results import ResultsError
 from .state_driver import StateDriver, default_record_path
 
 
@@ -107,6 +112,43 @@ def _queue(args):
     print(f"queue samples in {args.output}")
 
 
+def _experiment_check(args):
+    for path in args.files:
+        experiment = load_experiment(path, short=args.short)
+        print(f"{path}: {experiment.name}: {len(experiment.runs())} runs "
+              f"({len(experiment.cells())} cells x {experiment.replications} replications)")
+
+
+def _experiment_run(args):
+    # Mininet and the runner are imported only here: the rest of the CLI
+    # works on any machine with a switch.
+    from mininet.log import setLogLevel
+
+    from .emunet import BUILD
+    from .runner import run_batch
+
+    experiment = load_experiment(args.file, short=args.short)
+    apps = {f.app for flows in experiment.workloads.values() for f in flows}
+    missing = missing_tools("simple_switch_grpc", "ethtool", "tcpdump",
+                            *(["iperf3"] if "iperf" in apps else []))
+    if missing:
+        raise OSError(f"missing {', '.join(missing)}; BMv2 comes from {GET_TOOLS}")
+    if not (BUILD / "linkemu.json").exists():
+        raise OSError("build/linkemu.json is missing: run 'make build'")
+    if os.geteuid() != 0:
+        raise OSError("experiments run in Mininet, which needs root")
+    out = Path(args.out or Path("results") / (experiment.name + ("-short" if args.short else "")))
+    setLogLevel("warning")
+    complete, failed = run_batch(experiment, out, Path(args.file).read_text())
+    print(f"{out}: {complete} of {len(experiment.runs())} runs complete, {failed} failed; "
+          f"summary in {out / 'summary.md'}")
+    if complete < len(experiment.runs()):
+        print("some runs did not complete; the same command retries them and keeps the "
+              "finished ones", file=sys.stderr)
+        return 1
+    return 0
+
+
 def _port(text):
     try:
         return Port.parse(text)
@@ -169,6 +211,24 @@ def build_parser():
     queue.add_argument("--output", "-o", required=True, metavar="CSV")
     queue.set_defaults(run=_queue)
 
+    experiment = commands.add_parser(
+        "experiment", help="run the studies' workloads in Mininet, with metrics and plots")
+    experiment_commands = experiment.add_subparsers(dest="experiment_command", required=True)
+    experiment_check = experiment_commands.add_parser(
+        "check", help="validate experiment files and count their runs")
+    experiment_check.add_argument("files", nargs="+", metavar="FILE")
+    experiment_check.add_argument("--short", action="store_true", help="the short form")
+    experiment_check.set_defaults(run=_experiment_check)
+    experiment_run = experiment_commands.add_parser(
+        "run", help="run (or resume) a batch; needs root, Mininet and BMv2")
+    experiment_run.add_argument("file", metavar="FILE")
+    experiment_run.add_argument("--short", action="store_true",
+                                help="the file's short form: fewer replications and cells")
+    experiment_run.add_argument("--out", metavar="DIR",
+                                help="results folder (default results/NAME[-short]); an "
+                                     "existing one is resumed")
+    experiment_run.set_defaults(run=_experiment_run)
+
     counters = commands.add_parser("counters", help="print the per-direction counters")
     counters.add_argument("--json", action="store_true", help="machine-readable output")
     counters.set_defaults(run=_counters)
@@ -178,11 +238,11 @@ def build_parser():
 def main(argv=None):
     args = build_parser().parse_args(argv)
     try:
-        args.run(args)
-    except (ProfileError, TimelineError, P4RuntimeError, ValueError, OSError) as err:
+        return args.run(args) or 0
+    except (ProfileError, TimelineError, P4RuntimeError, ValueError, OSError,
+            ResultsError) as err:
         print(f"linkemu: {err}", file=sys.stderr)
         return 1
-    return 0
 
 
 if __name__ == "__main__":

@@ -3,8 +3,8 @@
 from mininet.log import info
 from mininet.node import Switch
 
-from linkemu.bmv2 import SimpleSwitchGrpc
-from linkemu.veth import quiet_interface
+from .bmv2 import SimpleSwitchGrpc
+from .veth import quiet_interface
 
 
 class LinkemuSwitch(Switch):

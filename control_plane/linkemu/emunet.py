@@ -15,16 +15,16 @@ from pathlib import Path
 from mininet.net import Mininet
 from mininet.topo import Topo
 
-from linkemu import dataplane
-from linkemu.dataplane import Port, PortLayout
-from linkemu.link_states import walk
-from linkemu.p4runtime import Switch
-from linkemu.state_driver import StateDriver
-from linkemu.veth import host_interface_commands
-from p4switch import LinkemuSwitch
+from . import dataplane
+from .dataplane import Port, PortLayout
+from .link_states import walk
+from .p4runtime import Switch
+from .p4switch import LinkemuSwitch
+from .state_driver import StateDriver
+from .veth import host_interface_commands
 
-ROOT = Path(__file__).resolve().parent.parent
-BUILD = ROOT / "build"
+# The compiled program of this checkout (the package is installed editable).
+BUILD = Path(__file__).resolve().parents[2] / "build"
 
 
 class LinkTopo(Topo):
@@ -48,11 +48,12 @@ def port_layout(net, fixed):
 
 @contextmanager
 def emulated_link(profile, fixed=1, mobile=1, grpc_port=9559, segments=None,
-                  record_path=None):
+                  record_path=None, drive_states=True):
     """Starts the network with `profile` installed, and its link-state
     timeline walking (drawn from the profile's seed, or `segments` when
     given, recorded to `record_path`); stops all of it on exit. The
-    StateDriver is `net.state_driver` (None without link states)."""
+    StateDriver is `net.state_driver` (None without link states, or when
+    `drive_states` is false and the caller drives them with state_driver())."""
     if fixed < 1 or mobile < 1 or fixed + mobile > 254:
         raise ValueError("need at least one host on each side and at most 254 hosts")
     net = Mininet(topo=LinkTopo(fixed=fixed, mobile=mobile), controller=None,
@@ -71,6 +72,10 @@ def emulated_link(profile, fixed=1, mobile=1, grpc_port=9559, segments=None,
         with Switch(f"127.0.0.1:{grpc_port}") as controller:
             dataplane.install(controller, BUILD / "linkemu.p4info.txtpb",
                               BUILD / "linkemu.json", port_layout(net, fixed), profile)
+        if not drive_states:
+            net.state_driver = None
+            yield net
+            return
         with state_driver(profile, grpc_port, segments, record_path) as net.state_driver:
             yield net
     finally:
@@ -97,6 +102,9 @@ def state_driver(profile, grpc_port, segments, record_path):
 
 
 def quiet_host(host, mtu):
-    """Readies the host's interface from inside its namespace."""
+    """Readies the host's interface from inside its namespace, without the
+    kernel's IPv6 chatter (solicitations, MLD), which would cross the link
+    at random instants of an experiment."""
+    host.cmd("sysctl -q -w net.ipv6.conf.all.disable_ipv6=1 net.ipv6.conf.default.disable_ipv6=1")
     for command in host_interface_commands(host.defaultIntf().name, mtu):
         host.cmd(*command)

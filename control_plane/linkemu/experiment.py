@@ -1,0 +1,433 @@
+"""Experiment files: YAML validated into the runs of a batch.
+
+An experiment names link profiles, TCP configurations and workloads, and
+runs every cell of the matrix profile x tcp x workload `replications` times.
+Replication r of every cell meets the same link-state timeline (drawn from
+`seed + r`), so that TCP variants are compared on identical link behaviour.
+`short:` names a smaller batch (fewer replications, a subset of the matrix)
+that finishes in minutes.
+"""
+
+import copy
+import fnmatch
+import itertools
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+from .fields import Section, boolean, choice, int_in, text
+from .apps import PAGE_MIXES
+from .profile import DIRECTIONS, ProfileError, load_profile, parse_profile
+from .tcp_config import HostTcp, parse_host_tcp
+from .units import parse_rate, parse_size, parse_time_us
+
+MAX_HOSTS = 254
+APPS = ("http", "bulk", "udp", "iperf")
+AXES = ("profile", "tcp", "workload")
+NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+-]*")
+
+
+class ExperimentError(ValueError):
+    """An experiment file that cannot be run; lists every problem found."""
+
+    def __init__(self, source, problems):
+        self.source = source
+        self.problems = problems
+        super().__init__("\n".join([f"{source}: invalid experiment"] +
+                                   [f"  {p}" for p in problems]))
+
+
+@dataclass(frozen=True)
+class Flow:
+    """One program pair of a workload, between hosts h1..hN. For http and
+    bulk the server sends its objects to the client; for udp and iperf
+    (written `from`/`to`) the client sends to the server."""
+
+    app: str
+    server: str
+    client: str
+    start_s: float
+    page: str = None            # http
+    http: str = None            # http: "1.0" or "1.1"
+    parallel: int = 1           # http: connections at once; iperf: parallel streams
+    bytes: int = None           # bulk
+    payload: int = None         # udp payload bytes; iperf write length
+    interval_s: float = None    # udp
+    duration_s: float = None    # udp, iperf
+    dscp: int = 0               # udp
+    window: int = None          # iperf socket buffer (-w)
+    udp_rate_bps: float = None  # iperf: a UDP stream at this rate instead of TCP
+
+    @property
+    def sender(self):
+        return self.server if self.app in ("http", "bulk") else self.client
+
+    @property
+    def receiver(self):
+        return self.client if self.app in ("http", "bulk") else self.server
+
+
+@dataclass(frozen=True)
+class Run:
+    """One run of the batch: a cell of the matrix and its replication."""
+
+    profile: str
+    tcp: str
+    workload: str
+    replication: int
+
+    @property
+    def run_id(self):
+        return f"{self.profile}_{self.tcp}_{self.workload}_r{self.replication:02d}"
+
+    @property
+    def cell(self):
+        return (self.profile, self.tcp, self.workload)
+
+
+@dataclass(frozen=True)
+class Experiment:
+    name: str
+    description: str
+    fixed: int
+    mobile: int
+    profiles: dict          # name -> Profile
+    tcp: dict               # name -> {host: HostTcp}
+    workloads: dict         # name -> tuple of Flow
+    matrix: tuple           # blocks: {"profile"/"tcp"/"workload": tuple of names}
+    replications: int
+    seed: int
+    run_timeout_s: float
+    keep_captures: bool
+
+    @property
+    def hosts(self):
+        return tuple(f"h{i}" for i in range(1, self.fixed + self.mobile + 1))
+
+    def side(self, host):
+        return "fixed" if int(host[1:]) <= self.fixed else "mobile"
+
+    def cells(self):
+        """The (profile, tcp, workload) cells of every block, once each."""
+        cells = {(p, t, w): None for block in self.matrix for p in block["profile"]
+                 for t in block["tcp"] for w in block["workload"]}
+        return list(cells)
+
+    def runs(self):
+        """Every run, grouped by profile (one network per profile), then by
+        replication, so that an interrupted batch has whole replications."""
+        cells = self.cells()
+        profiles = list(dict.fromkeys(p for p, _, _ in cells))
+        return [Run(p, t, w, r) for p in profiles for r in range(self.replications)
+                for (cp, t, w) in cells if cp == p]
+
+
+def _name(value):
+    if not isinstance(value, str) or not NAME.fullmatch(value):
+        raise ValueError("expected a name of letters, digits, _ . + -")
+    return value
+
+
+def _seconds(value):
+    return parse_time_us(value) / 1e6
+
+
+def _positive_seconds(value):
+    seconds = _seconds(value)
+    if seconds <= 0:
+        raise ValueError("must be longer than 0s")
+    return seconds
+
+
+def _bytes(value):
+    size = value if isinstance(value, int) and not isinstance(value, bool) else parse_size(value)
+    if size <= 0:
+        raise ValueError("expected a positive size: a number of bytes or e.g. '188640B'")
+    return size
+
+
+def _rate_bps(value):
+    bps = parse_rate(value)
+    if bps <= 0:
+        raise ValueError("expected a positive rate, e.g. '1Mbit'")
+    return bps
+
+
+def _names(section, key, known, what):
+    """A list of names, each one of `known` or a pattern (fnmatch: * ?)
+    that matches some of them."""
+    values = section.data.get(key)
+    section.known.add(key)
+    path = section.sub_path(key)
+    if not isinstance(values, list) or not values:
+        section.problem(path, values, f"expected a list of {what} names")
+        return ()
+    names = []
+    for i, value in enumerate(values):
+        matched = [n for n in known if fnmatch.fnmatchcase(n, value)] \
+            if isinstance(value, str) else []
+        if not matched:
+            shown = ", ".join(known[:12]) + (", ..." if len(known) > 12 else "")
+            section.problem(f"{path}[{i}]", value, f"no such {what}; defined: {shown or 'none'}")
+        names += matched
+    if len(set(names)) != len(names):
+        section.problem(path, values, "names a cell twice")
+    return tuple(names)
+
+
+def _host(hosts):
+    def convert(value):
+        if value not in hosts:
+            raise ValueError(f"expected a host, one of h1 to h{len(hosts)}")
+        return value
+    return convert
+
+
+def _flow(section, hosts, fixed, side):
+    host = _host(hosts)
+    app = section.field("app", choice(APPS), required=True)
+    fields = {"app": app, "start_s": section.field("start", _seconds, default=0.0)}
+    # By default data flows from the first fixed host to the first mobile one.
+    first_fixed, first_mobile = "h1", f"h{fixed + 1}"
+    if app in ("udp", "iperf"):
+        fields["client"] = section.field("from", host, default=first_fixed)
+        fields["server"] = section.field("to", host, default=first_mobile)
+    else:
+        fields["server"] = section.field("server", host, default=first_fixed)
+        fields["client"] = section.field("client", host, default=first_mobile)
+    if app == "http":
+        fields["page"] = section.field("page", choice(tuple(PAGE_MIXES)), required=True)
+        fields["http"] = section.field("http", choice(("1.0", "1.1")), default="1.0")
+        fields["parallel"] = section.field("parallel", int_in(1, 64, "connections"), default=4)
+    elif app == "bulk":
+        fields["bytes"] = section.field("bytes", _bytes, required=True)
+    elif app == "udp":
+        fields["payload"] = section.field("payload", int_in(12, 1472, "bytes"), required=True)
+        fields["interval_s"] = section.field("interval", _positive_seconds, required=True)
+        fields["duration_s"] = section.field("duration", _positive_seconds, required=True)
+        fields["dscp"] = section.field("dscp", int_in(0, 63, "(DSCP)"), default=0)
+    elif app == "iperf":
+        fields["duration_s"] = section.field("duration", _positive_seconds, required=True)
+        fields["parallel"] = section.field("parallel", int_in(1, 128, "streams"), default=1)
+        fields["window"] = section.field("window", _bytes)
+        fields["payload"] = section.field("length", _bytes)
+        fields["udp_rate_bps"] = section.field("udp_rate", _rate_bps)
+    section.reject_unknown()
+    if fields["server"] is not None and fields["client"] is not None:
+        if side(fields["server"]) == side(fields["client"]):
+            section.problems.append(
+                f"{section.path}: {fields['server']} and {fields['client']} are both on the "
+                f"{side(fields['server'])} side; every flow must cross the link")
+    return Flow(**fields) if app else None
+
+
+def _workloads(section, hosts, fixed, side):
+    workloads = {}
+    for name, flows in section.data.items():
+        path = section.sub_path(name)
+        if not isinstance(flows, list) or not flows:
+            section.problem(path, flows, "expected a list of flows")
+            continue
+        try:
+            _name(name)
+        except ValueError as err:
+            section.problem(path, name, str(err))
+        workloads[name] = tuple(_flow(Section(f, f"{path}[{i}]", section.problems), hosts, fixed,
+                                               side)
+                                for i, f in enumerate(flows))
+    return workloads
+
+
+def _tcp_configs(section, hosts, side):
+    """name -> {host: HostTcp}. A configuration's settings apply to every
+    host; its `fixed:`, `mobile:` and `hN:` sub-sections override them there."""
+    configs = {}
+    for name in section.data:
+        config = section.section(name)
+        try:
+            _name(name)
+        except ValueError as err:
+            config.problem(config.path, name, str(err))
+        scopes = ("fixed", "mobile", *hosts)
+        base = parse_host_tcp(config, extra_keys=scopes)
+        overrides = {scope: parse_host_tcp(config.section(scope))
+                     for scope in scopes if scope in config.data}
+        configs[name] = {host: base.merged(overrides.get(side(host), HostTcp()))
+                                   .merged(overrides.get(host, HostTcp()))
+                         for host in hosts}
+    return configs
+
+
+def _profile_file(value, base_dir, profile_dir):
+    """A path (*.yaml) is relative to the experiment file; a name is a
+    profile of `profile_dir`."""
+    if value.endswith((".yaml", ".yml")):
+        return base_dir / value
+    return profile_dir / f"{value}.yaml"
+
+
+def _set_field(data, key, value):
+    """Sets a dotted field ("downlink.loss.p"); a key without a direction
+    ("rate") sets it in both directions."""
+    path = key.split(".")
+    targets = [path] if path[0] in DIRECTIONS else [[d, *path] for d in DIRECTIONS]
+    for target in targets:
+        node = data
+        for part in target[:-1]:
+            node = node.setdefault(part, {})
+            if not isinstance(node, dict):
+                raise ValueError(f"{part} is not a section of the profile")
+        node[target[-1]] = value
+
+
+def _grid(section, base_dir, profile_dir):
+    """Profiles made from a base profile by setting fields to every
+    combination of the given values; named by a template of the values."""
+    base_name = section.field("base", text, required=True)
+    template = section.field("name", text, required=True)
+    values = section.section("set")
+    section.reject_unknown()
+    if base_name is None or template is None:
+        return []
+    axes = {}
+    for key, options in values.data.items():
+        values.known.add(key)
+        if not isinstance(options, list) or not options:
+            values.problem(values.sub_path(key), options, "expected a list of values")
+        else:
+            axes[key] = options
+    file = _profile_file(base_name, base_dir, profile_dir)
+    try:
+        base = yaml.safe_load(file.read_text())
+    except (OSError, yaml.YAMLError) as err:
+        section.problem(section.sub_path("base"), base_name, f"cannot read {file}: {err}")
+        return []
+    made = []
+    for combination in itertools.product(*axes.values()):
+        data = copy.deepcopy(base)
+        placeholders = {}
+        try:
+            for key, value in zip(axes, combination):
+                _set_field(data, key, value)
+                placeholders[key.split(".")[-1]] = value
+            name = template.format(**placeholders)
+        except (KeyError, ValueError) as err:
+            section.problem(section.sub_path("name"), template, f"cannot fill it: {err}")
+            return made
+        data["name"] = name
+        made.append((name, data, f"{section.path} ({name})"))
+    return made
+
+
+def _profiles(section, key, base_dir, profile_dir, problems):
+    """name -> Profile, from names or paths of profile files and grids."""
+    section.known.add(key)
+    values = section.data.get(key)
+    path = section.sub_path(key)
+    if not isinstance(values, list) or not values:
+        section.problem(path, values, "expected a list of profile names, paths or grids")
+        return {}
+    profiles = {}
+    for i, value in enumerate(values):
+        entry_path = f"{path}[{i}]"
+        if isinstance(value, dict) and set(value) == {"grid"}:
+            grid = Section(value["grid"], f"{entry_path}.grid", problems)
+            loaded = []
+            for name, data, source in _grid(grid, base_dir, profile_dir):
+                try:
+                    loaded.append(parse_profile(data, source=source))
+                except ProfileError as err:
+                    problems.append(str(err).replace("\n", "\n    "))
+        elif isinstance(value, str):
+            try:
+                loaded = [load_profile(_profile_file(value, base_dir, profile_dir))]
+            except ProfileError as err:
+                problems.append(f"{entry_path}: {err}".replace("\n", "\n    "))
+                continue
+        else:
+            section.problem(entry_path, value, "expected a profile name or path, or {grid: ...}")
+            continue
+        for profile in loaded:
+            if profile.name in profiles:
+                section.problem(entry_path, value, f"a second profile named {profile.name}")
+            profiles[profile.name] = profile
+    return profiles
+
+
+def _matrix(section, key, known, problems):
+    """Blocks of the matrix: a mapping of axis -> names (an absent axis takes
+    every defined name), or a list of such mappings whose runs are joined."""
+    section.known.add(key)
+    value = section.data.get(key, {})
+    blocks = value if isinstance(value, list) else [value]
+    matrix = []
+    for i, block in enumerate(blocks):
+        path = section.sub_path(key) + (f"[{i}]" if isinstance(value, list) else "")
+        block_section = Section(block, path, problems)
+        cells = {axis: (_names(block_section, axis, known[axis], axis)
+                        if axis in block_section.data else known[axis]) for axis in AXES}
+        block_section.reject_unknown()
+        matrix.append(cells)
+    return tuple(matrix)
+
+
+def parse_experiment(data, source="experiment", base_dir=Path("."), short=False):
+    """Validates parsed YAML into an Experiment, or raises ExperimentError.
+    `short` applies the file's `short:` section."""
+    problems = []
+    top = Section(data, "", problems)
+    name = top.field("name", _name, required=True)
+    description = top.field("description", text, default="")
+    hosts_section = top.section("hosts", required=False) or Section({}, "hosts", problems)
+    fixed = hosts_section.field("fixed", int_in(1, MAX_HOSTS - 1, "hosts"), default=1)
+    mobile = hosts_section.field("mobile", int_in(1, MAX_HOSTS - 1, "hosts"), default=1)
+    hosts_section.reject_unknown()
+    if fixed + mobile > MAX_HOSTS:
+        problems.append(f"hosts: {fixed} + {mobile} hosts; at most {MAX_HOSTS}")
+    hosts = tuple(f"h{i}" for i in range(1, fixed + mobile + 1))
+
+    def side(host):
+        return "fixed" if int(host[1:]) <= fixed else "mobile"
+
+    profile_dir = base_dir / top.field("profile_dir", text, default="../profiles")
+    profiles = _profiles(top, "profiles", base_dir, profile_dir, problems)
+    tcp = _tcp_configs(top.section("tcp"), hosts, side)
+    workloads = _workloads(top.section("workloads"), hosts, fixed, side)
+    replications = top.field("replications", int_in(1, 10_000, "replications"), default=1)
+    seed = top.field("seed", int_in(0, 2**62, "(seed)"), default=1)
+    run_timeout_s = top.field("run_timeout", _positive_seconds, default=600.0)
+    keep_captures = top.field("keep_captures", boolean, default=False)
+    known = {"profile": tuple(profiles), "tcp": tuple(tcp), "workload": tuple(workloads)}
+    matrix = _matrix(top, "matrix", known, problems)
+    short_section = top.section("short", required=False)
+    if short_section is not None:
+        short_replications = short_section.field(
+            "replications", int_in(1, 10_000, "replications"), default=1)
+        short_matrix = _matrix(short_section, "matrix", known, problems)
+        short_section.reject_unknown()
+        if short:
+            replications, matrix = short_replications, short_matrix
+    elif short:
+        problems.append("short: missing; this experiment has no short form")
+    top.reject_unknown()
+    if problems:
+        raise ExperimentError(source, problems)
+    return Experiment(name=name, description=description, fixed=fixed, mobile=mobile,
+                      profiles=profiles, tcp=tcp, workloads=workloads, matrix=matrix,
+                      replications=replications, seed=seed, run_timeout_s=run_timeout_s,
+                      keep_captures=keep_captures)
+
+
+def load_experiment(path, short=False):
+    """Reads and validates an experiment file; profiles are found relative
+    to it (`profile_dir`, default ../profiles)."""
+    path = Path(path)
+    try:
+        data = yaml.safe_load(path.read_text())
+    except OSError as err:
+        raise ExperimentError(path, [f"cannot read: {err.strerror}"]) from err
+    except yaml.YAMLError as err:
+        raise ExperimentError(path, [f"not valid YAML: {err}"]) from err
+    return parse_experiment(data, str(path), path.parent, short)

@@ -1,0 +1,146 @@
+"""An experiment's results folder.
+
+    OUT/experiment.yaml        the file the batch was made from
+    OUT/runs/RUN/metrics.json  one run: status, metrics, scalars
+    OUT/runs/RUN/...           its queue and link-state samples, client logs,
+                               plots (first replication), captures if kept
+    OUT/summary.csv, summary.md  every scalar over the replications of a cell
+
+A run is built in runs/.RUN.partial and renamed once complete; summaries are
+written to a temporary file and renamed. Nothing half-written looks finished,
+and a summary says how many runs it covers.
+"""
+
+import csv
+import io
+import json
+import os
+import shutil
+from collections import defaultdict
+from pathlib import Path
+
+from .flows import summary
+
+STATISTICS = ("n", "min", "q1", "median", "q3", "max", "mean")
+
+
+class ResultsError(RuntimeError):
+    pass
+
+
+def write_atomic(path, text):
+    path = Path(path)
+    temporary = path.with_name(f".{path.name}.tmp")
+    temporary.write_text(text)
+    os.replace(temporary, path)
+
+
+def prepare(out_dir, source_text):
+    """Creates OUT, or checks that it was made from the same experiment file
+    (so a resumed batch never mixes two experiments)."""
+    out_dir = Path(out_dir)
+    copy = out_dir / "experiment.yaml"
+    if copy.exists() and copy.read_text() != source_text:
+        raise ResultsError(f"{out_dir} holds results of a different experiment file; "
+                           "use another --out, or remove it to start over")
+    (out_dir / "runs").mkdir(parents=True, exist_ok=True)
+    if not copy.exists():
+        write_atomic(copy, source_text)
+
+
+def run_dir(out_dir, run):
+    return Path(out_dir) / "runs" / run.run_id
+
+
+def partial_dir(out_dir, run):
+    return Path(out_dir) / "runs" / f".{run.run_id}.partial"
+
+
+def read_run(out_dir, run):
+    path = run_dir(out_dir, run) / "metrics.json"
+    return json.loads(path.read_text()) if path.exists() else None
+
+
+def is_complete(out_dir, run):
+    metrics = read_run(out_dir, run)
+    return metrics is not None and metrics["status"] == "ok"
+
+
+def commit_run(out_dir, run, work, metrics):
+    """Moves a finished run's folder in place (a failed run too, so that its
+    error is kept; a resumed batch runs it again)."""
+    (Path(work) / "metrics.json").write_text(json.dumps(metrics, indent=1))
+    final = run_dir(out_dir, run)
+    if final.exists():
+        shutil.rmtree(final)
+    os.replace(work, final)
+
+
+def count(out_dir, runs):
+    """(complete, failed) among `runs`."""
+    states = [read_run(out_dir, r) for r in runs]
+    return (sum(1 for m in states if m and m["status"] == "ok"),
+            sum(1 for m in states if m and m["status"] != "ok"))
+
+
+def cell_statistics(experiment, out_dir):
+    """{cell: (runs ok, runs failed, {scalar: summary})} in matrix order."""
+    cells = {}
+    grouped = defaultdict(list)
+    for run in experiment.runs():
+        grouped[run.cell].append(read_run(out_dir, run))
+    for cell, runs in grouped.items():
+        ok = [m for m in runs if m and m["status"] == "ok"]
+        values = defaultdict(list)
+        for metrics in ok:
+            for name, value in metrics["scalars"].items():
+                values[name].append(value)
+        failed = sum(1 for m in runs if m and m["status"] != "ok")
+        cells[cell] = (len(ok), failed, {n: summary(v) for n, v in values.items()})
+    return cells
+
+
+def _format(value):
+    if value is None:
+        return ""
+    if isinstance(value, float):
+        return f"{value:.6g}"
+    return str(value)
+
+
+def write_summary(experiment, out_dir):
+    out_dir = Path(out_dir)
+    runs = experiment.runs()
+    complete, failed = count(out_dir, runs)
+    cells = cell_statistics(experiment, out_dir)
+
+    table = io.StringIO()
+    writer = csv.writer(table)
+    writer.writerow(("profile", "tcp", "workload", "metric") + STATISTICS)
+    for cell, (_, _, statistics) in cells.items():
+        for name, stats in statistics.items():
+            writer.writerow(cell + (name,) + tuple(_format(stats.get(s)) for s in STATISTICS))
+    write_atomic(out_dir / "summary.csv", table.getvalue())
+
+    lines = [f"# {experiment.name}", ""]
+    if experiment.description:
+        lines += [experiment.description, ""]
+    state = "complete" if complete == len(runs) else "INCOMPLETE"
+    lines += [f"**{state}**: {complete} of {len(runs)} runs done"
+              f"{f', {failed} failed (see runs/*/metrics.json)' if failed else ''}.",
+              "", "Response time of a page: at the client, from its first SYN to the ACK "
+              "of its last FIN (S-WWW); `response_server_fin_s`: to the last server FIN "
+              "(S-MIX2). Statistics over the replications of each cell: quartiles by "
+              "linear interpolation.", ""]
+    for (profile, tcp, workload), (ok, failed_runs, statistics) in cells.items():
+        lines += [f"## {profile} · {tcp} · {workload}", "",
+                  f"{ok} runs{f', {failed_runs} failed' if failed_runs else ''}", ""]
+        if not statistics:
+            continue
+        lines += ["| metric | " + " | ".join(STATISTICS) + " |",
+                  "|---|" + "---:|" * len(STATISTICS)]
+        for name, stats in statistics.items():
+            lines.append(f"| {name} | " + " | ".join(_format(stats.get(s)) for s in STATISTICS)
+                         + " |")
+        lines.append("")
+    write_atomic(out_dir / "summary.md", "\n".join(lines))

@@ -1,0 +1,304 @@
+"""Runs an experiment's batch in Mininet, one network per profile.
+
+Each run: wait until the switch holds nothing, set and read back every
+host's TCP configuration, capture every host's switch port, sample the
+router queues, walk the replication's link-state timeline, start the
+servers, start each client at its offset, wait for the clients, let the
+link drain, stop everything it started (by PID), then compute the metrics.
+A run's folder is written under a temporary name and renamed when
+complete, so an interrupted batch resumes without redoing finished runs.
+"""
+
+import shutil
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import asdict
+from itertools import groupby
+from pathlib import Path
+
+from . import dataplane, plots, results, run_metrics, tcp_config
+from .bmv2 import free_tcp_port
+from .capture import Capture
+from .emunet import emulated_link, state_driver
+from .link_states import walk
+from .p4runtime import Switch
+from .queue_monitor import QueueMonitor
+
+FIRST_PORT = 5001
+IDLE_TIMEOUT_S = 60.0
+APPS = [sys.executable, "-m", "linkemu.apps"]
+
+
+class RunError(RuntimeError):
+    """A run that could not complete; the batch goes on with the next one."""
+
+
+class Progress:
+    """A progress bar over the runs with the time left, on stderr."""
+
+    def __init__(self, total, done):
+        self.total, self.done, self.failed = total, done, 0
+        self.started = time.monotonic()
+        self.timed = 0
+
+    def update(self, run_id, ok):
+        self.done += 1
+        self.timed += 1
+        self.failed += not ok
+        elapsed = time.monotonic() - self.started
+        left = elapsed / self.timed * (self.total - self.done)
+        width = 30
+        filled = round(width * self.done / self.total)
+        print(f"[{'#' * filled}{'.' * (width - filled)}] {self.done}/{self.total} runs"
+              f"{f', {self.failed} failed' if self.failed else ''}, "
+              f"{_clock(elapsed)} elapsed, ~{_clock(left)} left  ({run_id})",
+              file=sys.stderr, flush=True)
+
+
+def _clock(seconds):
+    minutes, seconds = divmod(int(seconds), 60)
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}:{minutes:02d}:{seconds:02d}" if hours else f"{minutes}:{seconds:02d}"
+
+
+def run_batch(experiment, out_dir, source_text):
+    """Runs what is not yet done; returns (completed, failed) run counts."""
+    out_dir = Path(out_dir)
+    results.prepare(out_dir, source_text)
+    runs = experiment.runs()
+    pending = [r for r in runs if not results.is_complete(out_dir, r)]
+    progress = Progress(len(runs), len(runs) - len(pending))
+    if not pending:
+        print(f"{out_dir}: all {len(runs)} runs are done", file=sys.stderr)
+    for profile_name, group in groupby(pending, key=lambda r: r.profile):
+        profile = experiment.profiles[profile_name]
+        grpc_port = free_tcp_port()
+        with emulated_link(profile, experiment.fixed, experiment.mobile, grpc_port,
+                           drive_states=False) as net:
+            net.staticArp()  # no ARP exchange over the slow link inside a run
+            with Switch(f"127.0.0.1:{grpc_port}") as switch:
+                for run in group:
+                    ok = RunOnce(experiment, run, net, switch, grpc_port, out_dir).execute()
+                    progress.update(run.run_id, ok)
+        results.write_summary(experiment, out_dir)
+    results.write_summary(experiment, out_dir)
+    return results.count(out_dir, runs)
+
+
+class RunOnce:
+    """One run on a started network."""
+
+    def __init__(self, experiment, run, net, switch, grpc_port, out_dir):
+        self.experiment = experiment
+        self.run = run
+        self.net = net
+        self.switch = switch
+        self.grpc_port = grpc_port
+        self.profile = experiment.profiles[run.profile]
+        self.flows = experiment.workloads[run.workload]
+        self.work = results.partial_dir(out_dir, run)
+        self.out_dir = out_dir
+        self.processes = []
+
+    def execute(self):
+        shutil.rmtree(self.work, ignore_errors=True)
+        self.work.mkdir(parents=True)
+        try:
+            info = self._measure()
+            status = {"status": "ok"}
+        except (RunError, tcp_config.TcpConfigError, OSError, subprocess.SubprocessError) as err:
+            info, status = None, {"status": "failed", "error": str(err)}
+        finally:
+            self._stop_processes()
+        metrics = {"run": asdict(self.run), **status}
+        if info is not None:
+            computed, detail = run_metrics.compute(self.experiment, self.run, self.work, info)
+            metrics.update(computed)
+            if self.run.replication == 0:
+                plots.run_plots(self.work, metrics, detail)
+            if not self.experiment.keep_captures:
+                for pcap in self.work.glob("*.pcap"):
+                    pcap.unlink()
+        results.commit_run(self.out_dir, self.run, self.work, metrics)
+        return status["status"] == "ok"
+
+    # -- the steps of a run
+
+    def _measure(self):
+        self._wait_idle()
+        tcp = self._configure_tcp()
+        hosts = {h.name: h for h in self.net.hosts}
+        ports = self.net.get("s1").ports_by_number()
+        captures = [Capture(ports[int(name[1:])], "inout", self.work / f"{name}.pcap")
+                    for name in hosts]
+        before = dataplane.read_counters(self.switch)
+        for capture in captures:
+            capture.start(settle=0)
+        time.sleep(0.5)  # tcpdump attaches its filter after it starts
+        monitor = QueueMonitor(self.switch, self.work / "queue.csv")
+        monitor_thread = threading.Thread(target=monitor.run, name="queue", daemon=True)
+        monitor_thread.start()
+        segments = None
+        if self.profile.states is not None:
+            segments = walk(self.profile.states, seed=self.experiment.seed + self.run.replication)
+        try:
+            with state_driver(self.profile, self.grpc_port, segments,
+                              self.work / "timeline.csv") as driver:
+                servers = [self._start_server(i, f, hosts) for i, f in enumerate(self.flows)]
+                start_unix = time.time()
+                self._run_clients(hosts, servers)
+                self._drain()
+                if driver is not None and driver.error is not None:
+                    raise RunError(f"link-state driver failed: {driver.error}")
+            end_unix = time.time()
+        finally:
+            monitor.stop()
+            monitor_thread.join()
+            self._stop_processes()
+            for capture in captures:
+                capture.stop()
+        after = dataplane.read_counters(self.switch)
+        return {"start_unix": start_unix, "end_unix": end_unix, "tcp": tcp,
+                "counters": _difference(after, before),
+                "addresses": {name: host.IP() for name, host in hosts.items()},
+                "ports": [FIRST_PORT + i for i in range(len(self.flows))]}
+
+    def _wait_idle(self):
+        """Until no frame is held in the switch (the last run's are gone)."""
+        deadline = time.monotonic() + IDLE_TIMEOUT_S
+        while True:
+            counters = dataplane.read_counters(self.switch)
+            if all(dataplane.in_flight(counters, d) <= 0 for d in dataplane.DIRECTION_IDS):
+                return
+            if time.monotonic() > deadline:
+                raise RunError(f"the switch still holds frames after {IDLE_TIMEOUT_S:.0f} s")
+            time.sleep(0.1)
+
+    def _configure_tcp(self):
+        held = {}
+        for host in self.net.hosts:
+            config = self.experiment.tcp[self.run.tcp][host.name]
+            interface = host.defaultIntf().name
+            mtu = config.mtu
+            if mtu is not None and mtu > self.profile.mtu:
+                raise tcp_config.TcpConfigError(
+                    f"{host.name}: mtu {mtu} is over the profile's MTU {self.profile.mtu}")
+            tcp_config.apply(config, interface, host.IP(), host.cmd)
+            try:
+                tcp_config.verify(config, interface, host.cmd)
+            except tcp_config.TcpConfigError as err:
+                raise tcp_config.TcpConfigError(f"{host.name}: {err}") from None
+            held[host.name] = tcp_config.read_back(config, interface, host.cmd)
+        return held
+
+    def _spawn(self, host, args, output=None):
+        stdout = open(output, "w") if output else subprocess.DEVNULL
+        try:
+            process = host.popen(args, stdout=stdout, stderr=subprocess.PIPE, text=True)
+        finally:
+            if output:
+                stdout.close()
+        self.processes.append(process)
+        return process
+
+    def _start_server(self, index, flow, hosts):
+        host = hosts[flow.server]
+        port = FIRST_PORT + index
+        address = host.IP()
+        if flow.app == "http":
+            args = APPS + ["http-server", "--bind", address, "--port", str(port)]
+        elif flow.app == "bulk":
+            args = APPS + ["bulk-server", "--bind", address, "--port", str(port),
+                           "--bytes", str(flow.bytes)]
+        elif flow.app == "udp":
+            args = APPS + ["udp-sink", "--bind", address, "--port", str(port),
+                           "--out", str(self.work / f"flow{index}-sink.json")]
+        else:
+            args = ["iperf3", "-s", "-1", "-B", address, "-p", str(port)]
+        process = self._spawn(host, args)
+        protocol = "u" if flow.app == "udp" else "t"
+        deadline = time.monotonic() + 10
+        while not host.cmd(f"ss -{protocol}lnH sport = :{port}").strip():
+            if process.poll() is not None or time.monotonic() > deadline:
+                raise RunError(f"{flow.app} server on {host.name}:{port} did not start: "
+                               f"{_stderr(process)}")
+            time.sleep(0.05)
+        return process
+
+    def _client_args(self, index, flow, server_address):
+        port = str(FIRST_PORT + index)
+        out = str(self.work / f"flow{index}.json")
+        if flow.app == "http":
+            return APPS + ["http-client", "--server", server_address, "--port", port,
+                           "--page", flow.page, "--http", flow.http,
+                           "--parallel", str(flow.parallel), "--out", out,
+                           "--timeout", str(self.experiment.run_timeout_s)], None
+        if flow.app == "bulk":
+            return APPS + ["bulk-client", "--server", server_address, "--port", port,
+                           "--out", out, "--timeout", str(self.experiment.run_timeout_s)], None
+        if flow.app == "udp":
+            return APPS + ["udp-source", "--to", server_address, "--port", port,
+                           "--payload", str(flow.payload), "--interval", str(flow.interval_s),
+                           "--duration", str(flow.duration_s), "--dscp", str(flow.dscp),
+                           "--out", out], None
+        args = ["iperf3", "-c", server_address, "-p", port, "-J",
+                "-t", f"{flow.duration_s:g}", "-P", str(flow.parallel)]
+        if flow.window is not None:
+            args += ["-w", str(flow.window)]
+        if flow.payload is not None:
+            args += ["-l", str(flow.payload)]
+        if flow.udp_rate_bps is not None:
+            args += ["-u", "-b", f"{flow.udp_rate_bps:.0f}"]
+        return args, out
+
+    def _run_clients(self, hosts, servers):
+        """Starts each client at its offset and waits for all of them."""
+        origin = time.monotonic()
+        deadline = origin + self.experiment.run_timeout_s
+        clients = []
+        for index, flow in sorted(enumerate(self.flows), key=lambda item: item[1].start_s):
+            time.sleep(max(0.0, origin + flow.start_s - time.monotonic()))
+            args, stdout = self._client_args(index, flow, hosts[flow.server].IP())
+            clients.append((flow, self._spawn(hosts[flow.client], args, stdout)))
+        for flow, process in clients:
+            try:
+                process.wait(timeout=max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                raise RunError(f"{flow.app} client on {flow.client} still running after "
+                               f"run_timeout {self.experiment.run_timeout_s:g} s") from None
+            if process.returncode != 0:
+                raise RunError(f"{flow.app} client on {flow.client} failed "
+                               f"(exit {process.returncode}): {_stderr(process)}")
+
+    def _drain(self):
+        """Lets the last frames through the link: the receivers see them."""
+        time.sleep(2 * max(self.profile.downlink.delay_us, self.profile.uplink.delay_us) / 1e6
+                   + 0.2)
+        self._wait_idle()
+
+    def _stop_processes(self):
+        for process in self.processes:
+            if process.poll() is None:
+                process.terminate()
+                try:
+                    process.wait(timeout=5)
+                except subprocess.TimeoutExpired:
+                    process.kill()
+                    process.wait()
+        self.processes = []
+
+
+def _stderr(process):
+    if process.poll() is None or process.stderr is None:
+        return ""
+    return process.stderr.read().strip()[-500:]
+
+
+def _difference(after, before):
+    return {name: {cell: [a[0] - before[name].get(cell, (0, 0))[0],
+                          a[1] - before[name].get(cell, (0, 0))[1]]
+                   for cell, a in cells.items()}
+            for name, cells in after.items()}
+

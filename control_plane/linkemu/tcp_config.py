@@ -1,0 +1,132 @@
+"""TCP configuration of one host, set inside its network namespace and read
+back before a run.
+
+Every setting is optional: what a configuration leaves out keeps the
+kernel's default. The sysctls are per namespace; initcwnd, initrwnd and
+advmss are options of the host's route to the emulated network; mtu is its
+interface's MTU (at most the profile's, which the switch's ports carry).
+"""
+
+import re
+from dataclasses import dataclass, fields, replace
+
+from .fields import boolean, int_in
+
+SUBNET = "10.0.0.0/8"
+_ON_OFF = {True: "1", False: "0"}
+# setting -> (sysctl, {value: what the sysctl holds}); None: the value itself.
+SYSCTLS = {
+    "timestamps": ("net.ipv4.tcp_timestamps", _ON_OFF),
+    "sack": ("net.ipv4.tcp_sack", _ON_OFF),
+    "dsack": ("net.ipv4.tcp_dsack", _ON_OFF),
+    "frto": ("net.ipv4.tcp_frto", {True: "2", False: "0"}),  # 2: RFC 5682 (SACK-enhanced)
+    "ecn": ("net.ipv4.tcp_ecn", _ON_OFF),  # 1: request ECN and accept it
+    # CBI: reuse cached per-destination RTT and ssthresh.
+    "metrics_cache": ("net.ipv4.tcp_no_metrics_save", {True: "0", False: "1"}),
+    "congestion_control": ("net.ipv4.tcp_congestion_control", None),
+}
+ROUTE_OPTIONS = ("initcwnd", "initrwnd", "advmss")
+AVAILABLE_CC = "/proc/sys/net/ipv4/tcp_available_congestion_control"
+
+
+class TcpConfigError(RuntimeError):
+    """A setting the host did not take."""
+
+
+@dataclass(frozen=True)
+class HostTcp:
+    initcwnd: int = None
+    initrwnd: int = None
+    timestamps: bool = None
+    sack: bool = None
+    dsack: bool = None
+    frto: bool = None
+    ecn: bool = None
+    metrics_cache: bool = None
+    congestion_control: str = None
+    mtu: int = None
+    advmss: int = None
+
+    def merged(self, other):
+        """This configuration with `other`'s settings written over it."""
+        return replace(self, **{f.name: getattr(other, f.name) for f in fields(other)
+                                if getattr(other, f.name) is not None})
+
+    def settings(self):
+        return {f.name: getattr(self, f.name) for f in fields(self)
+                if getattr(self, f.name) is not None}
+
+
+def _congestion_control(value):
+    if not isinstance(value, str) or not re.fullmatch(r"[a-z0-9_]+", value):
+        raise ValueError("expected a congestion control name, e.g. cubic, reno, bbr")
+    return value
+
+
+CONVERTERS = {
+    "initcwnd": int_in(1, 1000, "segments"),
+    "initrwnd": int_in(1, 1000, "segments"),
+    "timestamps": boolean, "sack": boolean, "dsack": boolean, "frto": boolean,
+    "ecn": boolean, "metrics_cache": boolean,
+    "congestion_control": _congestion_control,
+    "mtu": int_in(68, 9000, "bytes"),
+    "advmss": int_in(48, 8960, "bytes"),
+}
+
+
+def parse_host_tcp(section, extra_keys=()):
+    """A HostTcp from a fields.Section; `extra_keys` are left to the caller."""
+    values = {name: section.field(name, convert) for name, convert in CONVERTERS.items()}
+    section.known.update(extra_keys)
+    section.reject_unknown()
+    return HostTcp(**values)
+
+
+def apply(config, interface, address, run):
+    """Sets `config` on a host; `run(command)` runs a shell command in the
+    host's namespace and returns its output (Mininet's host.cmd)."""
+    settings = config.settings()
+    if "congestion_control" in settings:
+        available = run(f"cat {AVAILABLE_CC}").split()
+        if settings["congestion_control"] not in available:
+            raise TcpConfigError(f"congestion control {settings['congestion_control']} is not "
+                                 f"available in this kernel (available: {' '.join(available)})")
+    for name, (sysctl, values) in SYSCTLS.items():
+        if name in settings:
+            value = settings[name] if values is None else values[settings[name]]
+            run(f"sysctl -q -w {sysctl}={value}")
+    if "mtu" in settings:
+        run(f"ip link set dev {interface} mtu {settings['mtu']}")
+    options = " ".join(f"{o} {settings[o]}" for o in ROUTE_OPTIONS if o in settings)
+    run(f"ip route replace {SUBNET} dev {interface} proto kernel scope link src {address} "
+        f"{options}")
+    # Every run starts without cached metrics; CBI then works within the run.
+    run("ip tcp_metrics flush all 2>/dev/null")
+
+
+def read_back(config, interface, run):
+    """What the host holds for each setting of `config`, as set by apply()."""
+    held = {}
+    for name in config.settings():
+        if name in SYSCTLS:
+            held[name] = run(f"sysctl -n {SYSCTLS[name][0]}").strip()
+        elif name == "mtu":
+            held[name] = run(f"cat /sys/class/net/{interface}/mtu").strip()
+        else:
+            route = run(f"ip route show {SUBNET} dev {interface}")
+            match = re.search(rf"\b{name} (\d+)", route)
+            held[name] = match.group(1) if match else None
+    return held
+
+
+def verify(config, interface, run):
+    """Raises TcpConfigError naming every setting the host does not hold."""
+    expected = {}
+    for name, value in config.settings().items():
+        values = SYSCTLS[name][1] if name in SYSCTLS else None
+        expected[name] = str(value) if values is None else values[value]
+    held = read_back(config, interface, run)
+    wrong = [f"{name}: wanted {expected[name]}, host holds {held[name]}"
+             for name in expected if held[name] != expected[name]]
+    if wrong:
+        raise TcpConfigError("; ".join(wrong))

@@ -1,0 +1,146 @@
+from pathlib import Path
+
+import pytest
+import yaml
+
+from linkemu.experiment import ExperimentError, load_experiment, parse_experiment
+from linkemu.tcp_config import HostTcp
+
+ROOT = Path(__file__).resolve().parents[2]
+PROFILES = ROOT / "profiles"
+
+
+def experiment(**changes):
+    data = {"name": "x", "profiles": ["gprs-optimal"],
+            "tcp": {"base": {"initcwnd": 2}},
+            "workloads": {"page": [{"app": "http", "page": "s+2s"}]}}
+    data.update(changes)
+    return data
+
+
+def parse(data, short=False):
+    return parse_experiment(data, "x.yaml", ROOT / "experiments", short)
+
+
+def problems(data):
+    with pytest.raises(ExperimentError) as err:
+        parse(data)
+    return err.value.problems
+
+
+@pytest.mark.parametrize("path", sorted((ROOT / "experiments").glob("*.yaml")),
+                         ids=lambda p: p.name)
+@pytest.mark.parametrize("short", [False, True])
+def test_ready_experiments_load_in_both_forms(path, short):
+    loaded = load_experiment(path, short=short)
+    runs = loaded.runs()
+    assert runs and len({r.run_id for r in runs}) == len(runs)
+    if short:
+        assert len(runs) <= 8
+
+
+def test_defaults_put_the_server_on_the_fixed_side():
+    e = parse(experiment(hosts={"fixed": 2, "mobile": 2}))
+    flow = e.workloads["page"][0]
+    assert (flow.server, flow.client, flow.parallel, flow.http) == ("h1", "h3", 4, "1.0")
+    assert e.side("h2") == "fixed" and e.side("h3") == "mobile"
+
+
+def test_runs_cover_the_matrix_with_replications_grouped_by_profile():
+    e = parse(experiment(profiles=["gprs-optimal", "1mbit-50ms"], replications=2,
+                         tcp={"a": {}, "b": {"sack": False}}))
+    runs = e.runs()
+    assert len(runs) == 2 * 2 * 2
+    assert [r.profile for r in runs] == ["gprs-optimal"] * 4 + ["1mbit-50ms"] * 4
+    assert [(r.replication, r.tcp) for r in runs[:4]] == [(0, "a"), (0, "b"), (1, "a"), (1, "b")]
+
+
+def test_matrix_blocks_join_and_patterns_match():
+    e = parse(experiment(profiles=["gprs-optimal", "1mbit-50ms", "10mbit-20ms"],
+                         workloads={"page": [{"app": "http", "page": "s+2s"}],
+                                    "bulk": [{"app": "bulk", "bytes": "10kB"}]},
+                         matrix=[{"profile": ["gprs-*"], "workload": ["page"]},
+                                 {"profile": ["*mbit*"], "workload": ["bulk"]}]))
+    assert e.cells() == [("gprs-optimal", "base", "page"), ("1mbit-50ms", "base", "bulk"),
+                         ("10mbit-20ms", "base", "bulk")]
+    assert e.workloads["bulk"][0].bytes == 10_000
+
+
+def test_short_form_replaces_matrix_and_replications():
+    data = experiment(profiles=["gprs-optimal", "1mbit-50ms"], replications=30,
+                      short={"replications": 2, "matrix": {"profile": ["1mbit-50ms"]}})
+    assert len(parse(data).runs()) == 60
+    short = parse(data, short=True)
+    assert [(r.profile, r.replication) for r in short.runs()] == [("1mbit-50ms", 0),
+                                                                   ("1mbit-50ms", 1)]
+
+
+def test_no_short_form_is_an_error_when_asked_for():
+    with pytest.raises(ExperimentError, match="short: missing"):
+        parse(experiment(), short=True)
+
+
+def test_tcp_overrides_by_side_then_host():
+    e = parse(experiment(hosts={"fixed": 2, "mobile": 1}, tcp={"mixed": {
+        "initcwnd": 2, "timestamps": True,
+        "fixed": {"congestion_control": "cubic"},
+        "h2": {"congestion_control": "bbr", "initcwnd": 4}}}))
+    config = e.tcp["mixed"]
+    assert config["h1"] == HostTcp(initcwnd=2, timestamps=True, congestion_control="cubic")
+    assert config["h2"] == HostTcp(initcwnd=4, timestamps=True, congestion_control="bbr")
+    assert config["h3"] == HostTcp(initcwnd=2, timestamps=True)
+
+
+def test_profile_grid_sets_fields_in_both_directions_or_one():
+    e = parse(experiment(profiles=[{"grid": {
+        "base": "10mbit-20ms", "name": "g-{rate}-{p}",
+        "set": {"rate": ["1Mbit", "2Mbit"], "downlink.loss.model": ["bernoulli"],
+                "downlink.loss.p": [0, 0.1]}}}]))
+    assert list(e.profiles) == ["g-1Mbit-0", "g-1Mbit-0.1", "g-2Mbit-0", "g-2Mbit-0.1"]
+    profile = e.profiles["g-2Mbit-0.1"]
+    assert profile.downlink.rate_bps == profile.uplink.rate_bps == 2e6
+    assert profile.downlink.loss.bad_loss == 0.1 and profile.uplink.loss is None
+
+
+def test_bad_grid_values_are_reported_with_the_profile_problem():
+    found = problems(experiment(profiles=[{"grid": {
+        "base": "10mbit-20ms", "name": "g-{rate}", "set": {"rate": ["fast"]}}}]))
+    assert any("profiles[0].grid (g-fast)" in p and "downlink.rate" in p for p in found)
+
+
+def test_every_problem_is_reported_with_its_path():
+    found = problems(experiment(
+        name="bad name", hosts={"fixed": 0},
+        profiles=["gprs-optimal", "nonexistent"],
+        tcp={"t": {"initcwnd": 0, "sack": "yes", "bogus": 1, "h9": {"ecn": True}}},
+        workloads={"w": [{"app": "http", "page": "huge"},
+                         {"app": "bulk"},
+                         {"app": "udp", "payload": 8, "interval": "0s", "duration": "1s"},
+                         {"app": "ftp"},
+                         {"app": "bulk", "bytes": 10, "server": "h1", "client": "h1"}]},
+        matrix={"workload": ["w", "none"]}, replications=0, extra=1))
+    text = "\n".join(found)
+    for expected in ("name: 'bad name'", "hosts.fixed: 0", "profiles[1]: ",
+                     "tcp.t.initcwnd: 0", "tcp.t.sack: 'yes'", "tcp.t.bogus",
+                     "tcp.t.h9", "workloads.w[0].page: 'huge'", "workloads.w[1].bytes: missing",
+                     "workloads.w[2].payload: 8", "workloads.w[2].interval: '0s'",
+                     "workloads.w[3].app: 'ftp'", "workloads.w[4]: h1 and h1 are both",
+                     "matrix.workload[1]: 'none'", "replications: 0", "extra: 1"):
+        assert expected in text, f"{expected!r} not in\n{text}"
+
+
+def test_unreadable_and_invalid_yaml(tmp_path):
+    with pytest.raises(ExperimentError, match="cannot read"):
+        load_experiment(tmp_path / "missing.yaml")
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("name: [unclosed")
+    with pytest.raises(ExperimentError, match="not valid YAML"):
+        load_experiment(bad)
+
+
+def test_profiles_are_found_relative_to_the_file(tmp_path):
+    (tmp_path / "p").mkdir()
+    (tmp_path / "p" / "mine.yaml").write_text((PROFILES / "gprs-optimal.yaml").read_text())
+    file = tmp_path / "e.yaml"
+    file.write_text(yaml.safe_dump(experiment(profile_dir="p", profiles=["mine"])))
+    assert list(load_experiment(file).profiles) == ["gprs-optimal"]

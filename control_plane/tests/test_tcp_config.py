@@ -1,0 +1,80 @@
+import re
+
+import pytest
+
+from linkemu.tcp_config import HostTcp, TcpConfigError, apply, read_back, verify
+
+
+class FakeHost:
+    """A namespace's sysctls, route and MTU, driven by the commands
+    tcp_config runs; `ignore` lists sysctls the kernel refuses."""
+
+    def __init__(self, ignore=()):
+        self.sysctls = {"net.ipv4.tcp_congestion_control": "cubic"}
+        self.route = "10.0.0.0/8 proto kernel scope link src 10.0.0.1"
+        self.mtu = "1500"
+        self.ignore = ignore
+        self.commands = []
+
+    def run(self, command):
+        self.commands.append(command)
+        if command.startswith("cat /proc/sys/net/ipv4/tcp_available_congestion_control"):
+            return "reno cubic bbr\n"
+        if match := re.fullmatch(r"sysctl -q -w (\S+)=(\S+)", command):
+            if match.group(1) not in self.ignore:
+                self.sysctls[match.group(1)] = match.group(2)
+            return ""
+        if match := re.fullmatch(r"sysctl -n (\S+)", command):
+            return self.sysctls.get(match.group(1), "0") + "\n"
+        if match := re.fullmatch(r"ip link set dev \S+ mtu (\d+)", command):
+            self.mtu = match.group(1)
+            return ""
+        if command.startswith("cat /sys/class/net/"):
+            return self.mtu + "\n"
+        if command.startswith("ip route replace "):
+            self.route = command[len("ip route replace "):]
+            return ""
+        if command.startswith("ip route show"):
+            return self.route + "\n"
+        return ""
+
+
+def test_settings_are_applied_and_read_back():
+    config = HostTcp(initcwnd=2, initrwnd=40, timestamps=False, sack=True, frto=True,
+                     ecn=True, metrics_cache=False, congestion_control="reno", mtu=576)
+    host = FakeHost()
+    apply(config, "h1-eth0", "10.0.0.1", host.run)
+    verify(config, "h1-eth0", host.run)
+    assert read_back(config, "h1-eth0", host.run) == {
+        "initcwnd": "2", "initrwnd": "40", "timestamps": "0", "sack": "1", "frto": "2",
+        "ecn": "1", "metrics_cache": "1", "congestion_control": "reno", "mtu": "576"}
+    assert host.sysctls["net.ipv4.tcp_no_metrics_save"] == "1"
+    assert "ip tcp_metrics flush all 2>/dev/null" in host.commands
+
+
+def test_an_empty_configuration_keeps_the_kernel_defaults():
+    host = FakeHost()
+    apply(HostTcp(), "h1-eth0", "10.0.0.1", host.run)
+    assert not any(c.startswith("sysctl") for c in host.commands)
+    assert read_back(HostTcp(), "h1-eth0", host.run) == {}
+
+
+def test_a_setting_the_host_did_not_take_is_named():
+    config = HostTcp(dsack=True, timestamps=True)
+    host = FakeHost(ignore=("net.ipv4.tcp_dsack",))
+    apply(config, "h1-eth0", "10.0.0.1", host.run)
+    with pytest.raises(TcpConfigError, match="dsack: wanted 1, host holds 0"):
+        verify(config, "h1-eth0", host.run)
+
+
+def test_unavailable_congestion_control_is_refused_before_anything_is_set():
+    host = FakeHost()
+    with pytest.raises(TcpConfigError, match="dctcp is not available.*reno cubic bbr"):
+        apply(HostTcp(congestion_control="dctcp", sack=False), "h1-eth0", "10.0.0.1", host.run)
+    assert not any(c.startswith("sysctl -q -w") for c in host.commands)
+
+
+def test_merge_writes_only_the_settings_given():
+    base = HostTcp(initcwnd=2, timestamps=True)
+    assert base.merged(HostTcp(timestamps=False, ecn=True)) == HostTcp(
+        initcwnd=2, timestamps=False, ecn=True)
