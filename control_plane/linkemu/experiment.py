@@ -17,7 +17,7 @@ from pathlib import Path
 
 import yaml
 
-from .fields import Section, boolean, choice, int_in, text
+from .fields import Section, boolean, choice, int_in, positive_time_us, text
 from .apps import PAGE_MIXES
 from .profile import DIRECTIONS, ProfileError, load_profile, parse_profile
 from .tcp_config import HostTcp, parse_host_tcp
@@ -135,10 +135,7 @@ def _seconds(value):
 
 
 def _positive_seconds(value):
-    seconds = _seconds(value)
-    if seconds <= 0:
-        raise ValueError("must be longer than 0s")
-    return seconds
+    return positive_time_us(value) / 1e6
 
 
 def _bytes(value):

@@ -1,7 +1,7 @@
 """Reading YAML mappings field by field, recording every problem with its
 path, the value found and what is allowed (profiles and experiment files)."""
 
-from .units import UnitError
+from .units import UnitError, parse_time_us
 
 
 class Section:
@@ -81,3 +81,10 @@ def choice(allowed):
             raise ValueError(f"expected one of {', '.join(allowed)}")
         return value
     return convert
+
+
+def positive_time_us(value):
+    us = parse_time_us(value)
+    if us <= 0:
+        raise ValueError("must be longer than 0s")
+    return us

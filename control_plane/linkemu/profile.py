@@ -10,7 +10,7 @@ from pathlib import Path
 
 import yaml
 
-from .fields import Section, boolean, choice, int_in, text
+from .fields import Section, boolean, choice, int_in, positive_time_us, text
 from .link_states import Duration, LinkState, StateChain
 from .units import (format_rate, format_time_us, parse_rate, parse_size,
                     parse_time_us)
@@ -201,13 +201,6 @@ def _delay(value):
     return us
 
 
-def _positive_time(value):
-    us = parse_time_us(value)
-    if us <= 0:
-        raise ValueError("must be longer than 0s")
-    return us
-
-
 def _probability(value):
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise ValueError("expected a probability, a number in [0, 1]")
@@ -219,7 +212,7 @@ def _probability(value):
 def _arq(section):
     if section is None:
         return None
-    arq = Arq(delay_us=section.field("delay", _positive_time, default=0, required=True),
+    arq = Arq(delay_us=section.field("delay", positive_time_us, default=0, required=True),
               max_retransmissions=section.field("max_retransmissions",
                                                 int_in(0, 15, "retransmissions"),
                                                 default=0, required=True),
@@ -312,7 +305,7 @@ def _red(section, mtu, rate_bps):
 def _sojourn_ramp(section):
     if section is None:
         return None
-    target = section.field("target", _positive_time, default=1, required=True)
+    target = section.field("target", positive_time_us, default=1, required=True)
     section.reject_unknown()
     return target
 
@@ -410,13 +403,13 @@ DISTRIBUTIONS = ("static", "exponential", "uniform")
 def _duration(section):
     kind = section.field("distribution", choice(DISTRIBUTIONS), required=True)
     if kind == "static":
-        duration = Duration("static", value_us=section.field("value", _positive_time,
+        duration = Duration("static", value_us=section.field("value", positive_time_us,
                                                              default=1, required=True))
     elif kind in DISTRIBUTIONS:
         low = section.field("min", _delay, default=0, required=kind == "uniform")
-        high = section.field("max", _positive_time, default=MAX_DELAY_US * 1000,
+        high = section.field("max", positive_time_us, default=MAX_DELAY_US * 1000,
                              required=kind == "uniform")
-        mean = (section.field("mean", _positive_time, default=1, required=True)
+        mean = (section.field("mean", positive_time_us, default=1, required=True)
                 if kind == "exponential" else 0)
         if low >= high:
             section.problems.append(f"{section.path}: min {format_time_us(low)} must be "

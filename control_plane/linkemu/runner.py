@@ -27,6 +27,9 @@ from .p4runtime import Switch
 from .queue_monitor import QueueMonitor
 
 FIRST_PORT = 5001
+# A TCP socket in these states has not yet seen its connection's end.
+CLOSING_STATES = ("state syn-sent state syn-recv state established state fin-wait-1 "
+                  "state closing state last-ack")
 IDLE_TIMEOUT_S = 60.0
 APPS = [sys.executable, "-m", "linkemu.apps"]
 
@@ -146,10 +149,12 @@ class RunOnce:
         try:
             with state_driver(self.profile, self.grpc_port, segments,
                               self.work / "timeline.csv") as driver:
-                servers = [self._start_server(i, f, hosts) for i, f in enumerate(self.flows)]
+                for index, flow in enumerate(self.flows):
+                    self._start_server(index, flow, hosts)
                 start_unix = time.time()
-                self._run_clients(hosts, servers)
-                self._drain()
+                deadline = time.monotonic() + self.experiment.run_timeout_s
+                self._run_clients(hosts, deadline)
+                self._drain(deadline)
                 if driver is not None and driver.error is not None:
                     raise RunError(f"link-state driver failed: {driver.error}")
             end_unix = time.time()
@@ -225,7 +230,6 @@ class RunOnce:
                 raise RunError(f"{flow.app} server on {host.name}:{port} did not start: "
                                f"{_stderr(process)}")
             time.sleep(0.05)
-        return process
 
     def _client_args(self, index, flow, server_address):
         port = str(FIRST_PORT + index)
@@ -253,10 +257,9 @@ class RunOnce:
             args += ["-u", "-b", f"{flow.udp_rate_bps:.0f}"]
         return args, out
 
-    def _run_clients(self, hosts, servers):
+    def _run_clients(self, hosts, deadline):
         """Starts each client at its offset and waits for all of them."""
         origin = time.monotonic()
-        deadline = origin + self.experiment.run_timeout_s
         clients = []
         for index, flow in sorted(enumerate(self.flows), key=lambda item: item[1].start_s):
             time.sleep(max(0.0, origin + flow.start_s - time.monotonic()))
@@ -272,8 +275,14 @@ class RunOnce:
                 raise RunError(f"{flow.app} client on {flow.client} failed "
                                f"(exit {process.returncode}): {_stderr(process)}")
 
-    def _drain(self):
-        """Lets the last frames through the link: the receivers see them."""
+    def _drain(self, deadline):
+        """Lets every connection finish closing (a FIN may wait behind ARQ or
+        be dropped and resent), then the last frames through the link."""
+        while any(host.cmd(f"ss -tanH {CLOSING_STATES}").strip() for host in self.net.hosts):
+            if time.monotonic() > deadline:
+                raise RunError("connections still open after run_timeout "
+                               f"{self.experiment.run_timeout_s:g} s")
+            time.sleep(0.1)
         time.sleep(2 * max(self.profile.downlink.delay_us, self.profile.uplink.delay_us) / 1e6
                    + 0.2)
         self._wait_idle()

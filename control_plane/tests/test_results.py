@@ -1,0 +1,98 @@
+import json
+from pathlib import Path
+
+import pytest
+
+from linkemu import results, run_metrics
+from linkemu.experiment import parse_experiment
+from linkemu.flows import Connection, DataStats
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def experiment():
+    return parse_experiment({
+        "name": "x", "profiles": ["gprs-optimal"], "tcp": {"a": {}},
+        "workloads": {"w": [{"app": "bulk", "bytes": 100},
+                            {"app": "bulk", "bytes": 100}]},
+        "replications": 3}, "x.yaml", ROOT / "experiments")
+
+
+def commit(out, run, status="ok", scalars=None):
+    work = results.partial_dir(out, run)
+    work.mkdir(parents=True)
+    results.commit_run(out, run, work, {"status": status, "scalars": scalars or {}})
+
+
+def test_runs_commit_atomically_and_count(experiment, tmp_path):
+    results.prepare(tmp_path, "text")
+    first, second, third = experiment.runs()
+    commit(tmp_path, first, scalars={"t": 1.0})
+    commit(tmp_path, second, status="failed")
+    assert results.is_complete(tmp_path, first) and not results.is_complete(tmp_path, second)
+    assert results.count(tmp_path, experiment.runs()) == (1, 1)
+    commit(tmp_path, second, scalars={"t": 3.0})  # a retried run replaces the failed one
+    assert results.count(tmp_path, experiment.runs()) == (2, 0)
+    assert not list((tmp_path / "runs").glob(".*"))
+
+
+def test_summary_says_what_it_covers(experiment, tmp_path):
+    results.prepare(tmp_path, "text")
+    first, second, _ = experiment.runs()
+    commit(tmp_path, first, scalars={"t": 1.0})
+    commit(tmp_path, second, scalars={"t": 3.0})
+    results.write_summary(experiment, tmp_path)
+    markdown = (tmp_path / "summary.md").read_text()
+    assert "**INCOMPLETE**: 2 of 3 runs done" in markdown
+    assert "| t | 2 | 1 | 1.5 | 2 | 2.5 | 3 | 2 |" in markdown
+    assert (tmp_path / "summary.csv").read_text().splitlines()[1] == \
+        "gprs-optimal,a,w,t,2,1,1.5,2,2.5,3,2"
+
+
+def test_a_different_experiment_file_is_refused(tmp_path):
+    results.prepare(tmp_path, "one")
+    results.prepare(tmp_path, "one")
+    with pytest.raises(results.ResultsError, match="different experiment file"):
+        results.prepare(tmp_path, "two")
+
+
+def connection(syn, fin_ack, down_bytes, port):
+    return Connection(client=("10.0.0.2", port), server=("10.0.0.1", 5001), syn_unix=syn,
+                      server_fin_unix=fin_ack - 0.5, fin_ack_unix=fin_ack,
+                      down=DataStats(bytes=down_bytes, retransmissions=1),
+                      up=DataStats(bytes=350, dup_acks=2))
+
+
+def test_page_response_time_and_ranks():
+    scalars = {}
+    page = run_metrics._page([connection(10.0, 12.0, 6288, 1), connection(12.1, 14.0, 2096, 2),
+                              connection(12.1, 15.0, 2096, 3)], scalars, "flow0.http")
+    assert page["response_s"] == pytest.approx(5.0)
+    assert page["response_server_fin_s"] == pytest.approx(4.5)
+    assert scalars["flow0.http.rank1_throughput_bps"] == pytest.approx(8 * 2096 / 1.9)
+    assert scalars["flow0.http.rank2_throughput_bps"] == pytest.approx(8 * 2096 / 2.9)
+    run_metrics._tcp_totals({0: [connection(0, 1, 1, 1)] * 2}, scalars)
+    assert scalars["tcp.retransmissions"] == 2 and scalars["tcp.dup_acks"] == 4
+
+
+def test_fairness_over_flows_started_together(experiment):
+    scalars = {}
+    flows = experiment.workloads["w"]
+    run_metrics._fairness(flows, [{"throughput_bps": 3.0, "elapsed_s": 10.0},
+                                  {"throughput_bps": 1.0, "elapsed_s": 14.0}], scalars)
+    assert scalars == {"fairness.bulk_start_0s.jain": pytest.approx(0.8),
+                       "fairness.bulk_start_0s.completion_gap_s": pytest.approx(4.0)}
+
+
+def test_iperf_report_gives_goodput_rtt_and_stream_fairness(tmp_path):
+    report = tmp_path / "flow0.json"
+    report.write_text(json.dumps({"end": {
+        "sum_received": {"bits_per_second": 9e6}, "sum_sent": {"retransmits": 4},
+        "streams": [{"receiver": {"bits_per_second": 6e6}, "sender": {"mean_rtt": 40000}},
+                    {"receiver": {"bits_per_second": 3e6}, "sender": {"mean_rtt": 60000}}]}}))
+    scalars = {}
+    result = run_metrics._iperf(report, scalars, "flow0.iperf")
+    assert scalars["flow0.iperf.throughput_bps"] == 9e6
+    assert scalars["flow0.iperf.mean_rtt_ms"] == pytest.approx(50.0)
+    assert result["jain"] == pytest.approx(81 / 90)
