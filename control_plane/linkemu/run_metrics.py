@@ -48,7 +48,7 @@ def compute(experiment, run, work, info):
             elif flow.app == "bulk":
                 result.update(_bulk(connections, scalars, label))
             else:
-                result.update(_iperf(work / f"flow{index}.json", scalars, label))
+                result.update(_iperf(work / f"flow{index}.json", flow, scalars, label))
         flow_metrics.append(result)
     _fairness(experiment.workloads[run.workload], flow_metrics, scalars)
     _tcp_totals(connections_by_flow, scalars)
@@ -105,11 +105,11 @@ def _bulk(connections, scalars, label):
     return {"complete": True, "elapsed_s": c.elapsed_s, "throughput_bps": c.throughput_bps}
 
 
-def _iperf(report_path, scalars, label):
+def _iperf(report_path, flow, scalars, label):
     """iperf3's own report: goodput, retransmissions and the RTT it samples
     from the sender's socket (tcp_info)."""
     end = json.loads(report_path.read_text())["end"]
-    if "sum_received" in end:  # TCP
+    if flow.udp_rate_bps is None:
         streams = [s["receiver"]["bits_per_second"] for s in end["streams"]]
         result = {"throughput_bps": end["sum_received"]["bits_per_second"],
                   "retransmits": end["sum_sent"].get("retransmits"),

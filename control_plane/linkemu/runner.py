@@ -14,6 +14,7 @@ import subprocess
 import sys
 import threading
 import time
+import traceback
 from dataclasses import asdict
 from itertools import groupby
 from pathlib import Path
@@ -117,10 +118,16 @@ class RunOnce:
             self._stop_processes()
         metrics = {"run": asdict(self.run), **status}
         if info is not None:
-            computed, detail = run_metrics.compute(self.experiment, self.run, self.work, info)
-            metrics.update(computed)
-            if self.run.replication == 0:
-                plots.run_plots(self.work, metrics, detail)
+            try:
+                computed, detail = run_metrics.compute(self.experiment, self.run, self.work,
+                                                       info)
+                metrics.update(computed)
+                if self.run.replication == 0:
+                    plots.run_plots(self.work, metrics, detail)
+            except Exception as err:  # one run's analysis must not end the batch
+                metrics.update(status="failed", error=f"metrics: {err!r}")
+                status = {"status": "failed"}
+                traceback.print_exc()
             if not self.experiment.keep_captures:
                 for pcap in self.work.glob("*.pcap"):
                     pcap.unlink()

@@ -27,6 +27,7 @@ SYSCTLS = {
 }
 ROUTE_OPTIONS = ("initcwnd", "initrwnd", "advmss")
 AVAILABLE_CC = "/proc/sys/net/ipv4/tcp_available_congestion_control"
+ALLOWED_CC = "/proc/sys/net/ipv4/tcp_allowed_congestion_control"
 
 
 class TcpConfigError(RuntimeError):
@@ -87,10 +88,19 @@ def apply(config, interface, address, run):
     host's namespace and returns its output (Mininet's host.cmd)."""
     settings = config.settings()
     if "congestion_control" in settings:
+        wanted = settings["congestion_control"]
         available = run(f"cat {AVAILABLE_CC}").split()
-        if settings["congestion_control"] not in available:
-            raise TcpConfigError(f"congestion control {settings['congestion_control']} is not "
-                                 f"available in this kernel (available: {' '.join(available)})")
+        if wanted not in available:
+            raise TcpConfigError(f"congestion control {wanted} is not available in this "
+                                 f"kernel (available: {' '.join(available)})")
+        allowed = run(f"cat {ALLOWED_CC}").split()
+        if wanted not in allowed:
+            # Linux lets a namespace other than the first default only to these.
+            raise TcpConfigError(
+                f"congestion control {wanted} is not in net.ipv4.tcp_allowed_congestion_control "
+                f"({' '.join(allowed)}), so a host's namespace cannot make it its default; "
+                f"allow it on the machine: sysctl -w net.ipv4.tcp_allowed_congestion_control="
+                f"'{' '.join(allowed + [wanted])}'")
     for name, (sysctl, values) in SYSCTLS.items():
         if name in settings:
             value = settings[name] if values is None else values[settings[name]]

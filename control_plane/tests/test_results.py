@@ -92,7 +92,10 @@ def test_iperf_report_gives_goodput_rtt_and_stream_fairness(tmp_path):
         "streams": [{"receiver": {"bits_per_second": 6e6}, "sender": {"mean_rtt": 40000}},
                     {"receiver": {"bits_per_second": 3e6}, "sender": {"mean_rtt": 60000}}]}}))
     scalars = {}
-    result = run_metrics._iperf(report, scalars, "flow0.iperf")
+    flow = parse_experiment({"name": "x", "profiles": ["gprs-optimal"], "tcp": {"a": {}},
+                             "workloads": {"w": [{"app": "iperf", "duration": "1s"}]}},
+                            "x.yaml", ROOT / "experiments").workloads["w"][0]
+    result = run_metrics._iperf(report, flow, scalars, "flow0.iperf")
     assert scalars["flow0.iperf.throughput_bps"] == 9e6
     assert scalars["flow0.iperf.mean_rtt_ms"] == pytest.approx(50.0)
     assert result["jain"] == pytest.approx(81 / 90)

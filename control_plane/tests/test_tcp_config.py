@@ -20,6 +20,8 @@ class FakeHost:
         self.commands.append(command)
         if command.startswith("cat /proc/sys/net/ipv4/tcp_available_congestion_control"):
             return "reno cubic bbr\n"
+        if command.startswith("cat /proc/sys/net/ipv4/tcp_allowed_congestion_control"):
+            return "reno bbr\n"
         if match := re.fullmatch(r"sysctl -q -w (\S+)=(\S+)", command):
             if match.group(1) not in self.ignore:
                 self.sysctls[match.group(1)] = match.group(2)
@@ -78,3 +80,10 @@ def test_merge_writes_only_the_settings_given():
     base = HostTcp(initcwnd=2, timestamps=True)
     assert base.merged(HostTcp(timestamps=False, ecn=True)) == HostTcp(
         initcwnd=2, timestamps=False, ecn=True)
+
+
+def test_a_congestion_control_namespaces_may_not_default_to_is_explained():
+    host = FakeHost()
+    with pytest.raises(TcpConfigError, match="cubic is not in net.ipv4.tcp_allowed_conge"
+                                             ".*tcp_allowed_congestion_control='reno bbr cubic'"):
+        apply(HostTcp(congestion_control="cubic"), "h1-eth0", "10.0.0.1", host.run)
