@@ -91,6 +91,19 @@ SOJOURN_RAMP = "LinkemuIngress.sojourn_ramp.sojourn_ramp"
 SOJOURN_RAMP_STEPS = 32
 
 
+# Optional features of a direction, as in p4src/include/defines.p4.
+FEATURE_LOSS_MODEL = 1
+FEATURE_SOJOURN_RAMP = 2
+FEATURE_PRIORITY = 4
+
+
+def features(direction):
+    """The features bitmap of a direction: the data plane skips the rest."""
+    return ((FEATURE_LOSS_MODEL if direction.loss else 0)
+            | (FEATURE_SOJOURN_RAMP if direction.sojourn_target_us else 0)
+            | (FEATURE_PRIORITY if direction.priority else 0))
+
+
 def link_params_entries(profile):
     entries = []
     for name, direction in profile.directions().items():
@@ -106,6 +119,7 @@ def link_params_entries(profile):
                 "stall_us": stall_us(direction),
                 "retx_delay_us": arq.delay_us if arq else 0,
                 "max_retx": arq.max_retransmissions if arq else 0,
+                "features": features(direction),
             }))
     return entries
 
@@ -146,7 +160,7 @@ def queue_params_entries(profile):
     return [TableEntry(QUEUE_PARAMS, q.key(), "LinkemuIngress.traffic_class.set_queue",
                        {"queue_limit": q.packets, "queue_bytes_limit": q.octets or 0,
                         "share_cost_q": byte_cost_q(q.rate_bps * q.share) if q.share else 0,
-                        "deferred": int(q.deferred)})
+                        "deferred": int(q.deferred), "aqm": int(q.red is not None)})
             for q in class_queues(profile)]
 
 

@@ -25,6 +25,17 @@ def test_link_params_entries_carry_each_direction():
     assert down.params["delay_us"] == 300_000 and up.params["delay_us"] == 1_500_000
     assert up.params["overhead_bytes"] == 8
     assert up.params["byte_cost_q"] == 8 << 20
+    assert down.params["features"] == up.params["features"] == 0
+
+
+def test_features_name_what_a_direction_uses():
+    profile = parse_profile({
+        "downlink": {"loss": {"model": "bernoulli", "p": 0.01}, "sojourn_ramp": {"target": "5ms"}},
+        "uplink": {"rate": "1Mbit", "priority": {"match": [{"protocol": "udp"}], "queue": 5}}})
+    down, up = link_params_entries(profile)
+    assert down.params["features"] == (dataplane.FEATURE_LOSS_MODEL
+                                       | dataplane.FEATURE_SOJOURN_RAMP)
+    assert up.params["features"] == dataplane.FEATURE_PRIORITY
 
 
 def test_port_parsing():
@@ -169,9 +180,9 @@ def test_without_priority_each_direction_has_one_immediate_queue():
     entries = dataplane.queue_params_entries(profile)
     assert [(e.match, e.params) for e in entries] == [
         ({"m.dir": 0, "m.cls": 0}, {"queue_limit": 20, "queue_bytes_limit": 3000,
-                                    "share_cost_q": 0, "deferred": 0}),
+                                    "share_cost_q": 0, "deferred": 0, "aqm": 0}),
         ({"m.dir": 1, "m.cls": 0}, {"queue_limit": 1, "queue_bytes_limit": 0,
-                                    "share_cost_q": 0, "deferred": 0})]
+                                    "share_cost_q": 0, "deferred": 0, "aqm": 0})]
     assert dataplane.traffic_class_entries(profile) == []
 
 
@@ -179,9 +190,11 @@ def test_priority_split_gives_two_queues_with_shares_and_deferred_best_effort():
     entries = {(e.match["m.dir"], e.match["m.cls"]): e.params
                for e in dataplane.queue_params_entries(priority_profile())}
     assert entries[(0, 0)] == {"queue_limit": 20, "queue_bytes_limit": 11000,
-                               "share_cost_q": byte_cost_q(16_000), "deferred": 1}
+                               "share_cost_q": byte_cost_q(16_000), "deferred": 1,
+                               "aqm": 1}
     assert entries[(0, 1)] == {"queue_limit": 5, "queue_bytes_limit": 0,
-                               "share_cost_q": byte_cost_q(32_000), "deferred": 0}
+                               "share_cost_q": byte_cost_q(32_000), "deferred": 0,
+                               "aqm": 0}
     assert entries[(1, 0)]["deferred"] == 0 and (1, 1) not in entries
 
 

@@ -18,6 +18,14 @@ const bit<1>  CLASS_BEST_EFFORT = 0;
 const bit<1>  CLASS_PRIORITY = 1;
 const bit<32> NUM_QUEUES = 4;
 
+// Optional features of a direction (link_params' features bitmap): an
+// interpreter such as BMv2 pays for every register access and random draw,
+// so what a profile does not use is skipped.
+typedef bit<8> features_t;
+const features_t FEATURE_LOSS_MODEL   = 1;   // Bernoulli / Gilbert-Elliott loss
+const features_t FEATURE_SOJOURN_RAMP = 2;   // ECT(1) marking on queue sojourn
+const features_t FEATURE_PRIORITY     = 4;   // a priority split: deferred best effort
+
 // Fractional bits of the virtual clock. Serialization cost per byte is pushed
 // as microseconds x 2^20, so 10 Gbit/s keeps 0.06 % precision without floats.
 #define TIME_FRAC_BITS 20

@@ -58,6 +58,7 @@ struct link_params_t {
     time_us_t stall_us;        // give up waiting for a predecessor after this
     time_us_t retx_delay_us;   // ARQ: an errored frame is drawn again this much later
     bit<8>    max_retx;        // ARQ: retransmissions before the frame is lost
+    features_t features;       // FEATURE_* in use
 }
 
 // The router queue of one traffic class, loaded from the queue_params table.
@@ -66,6 +67,7 @@ struct queue_params_t {
     bit<32>   queue_bytes_limit; // bytes waiting (0: no byte limit)
     bit<48>   share_cost_q;      // the class's own rate cap, like byte_cost_q (0: none)
     bit<1>    deferred;          // best effort behind a priority class: start decided late
+    bit<1>    aqm;               // RED is configured for this queue
 }
 
 // Outcome of one error draw on the link.

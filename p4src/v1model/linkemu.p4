@@ -49,6 +49,10 @@ bit<32> l3_length(in bit<32> frame_len) {
     return frame_len > ETH_HEADER_BYTES ? frame_len - ETH_HEADER_BYTES : 0;
 }
 
+bool has(in link_meta_t m, in features_t feature) {
+    return m.params.features & feature != 0;
+}
+
 bit<32> queue_index(in link_meta_t m) {
     return ((bit<32>) m.dir << 1) | (bit<32>) m.cls;
 }
@@ -187,11 +191,15 @@ control LinkemuIngress(inout headers_t hdr, inout metadata_t meta,
 
         // Every event of the direction offers the link to the head of its
         // deferred best effort, before a new packet can claim it.
+        // A deferred packet left over from a profile without the split
+        // settles itself on its own passes.
         bit<32> be_queue = dir << 1;
-        bit<32> head;
-        bit<32> tail;
-        defer_head.read(head, dir);
-        defer_tail.read(tail, dir);
+        bit<32> head = 0;
+        bit<32> tail = 0;
+        if (has(meta.link, FEATURE_PRIORITY) || meta.link.deferred == 1) {
+            defer_head.read(head, dir);
+            defer_tail.read(tail, dir);
+        }
         if (head != tail) {
             bit<32> slot = defer_slot(meta.link, head);
             time_us_t arrival;
@@ -225,16 +233,18 @@ control LinkemuIngress(inout headers_t hdr, inout metadata_t meta,
         if (fresh) {
             link_in.count(dir);
 
-            bit<1> bad;
-            bit<1> new_bad;
-            bit<16> rand_move;
-            bit<16> rand_loss;
-            bool lost;
-            loss_bad.read(bad, dir);
-            random(rand_move, 0, 0xffff);
-            random(rand_loss, 0, 0xffff);
-            loss_model.apply(rand_move, rand_loss, bad, meta.link, new_bad, lost);
-            loss_bad.write(dir, new_bad);
+            bool lost = false;
+            if (has(meta.link, FEATURE_LOSS_MODEL)) {
+                bit<1> bad;
+                bit<1> new_bad;
+                bit<16> rand_move;
+                bit<16> rand_loss;
+                loss_bad.read(bad, dir);
+                random(rand_move, 0, 0xffff);
+                random(rand_loss, 0, 0xffff);
+                loss_model.apply(rand_move, rand_loss, bad, meta.link, new_bad, lost);
+                loss_bad.write(dir, new_bad);
+            }
             if (lost) {
                 drop_loss_model.count(dir);
                 mark_to_drop(std);
@@ -251,19 +261,21 @@ control LinkemuIngress(inout headers_t hdr, inout metadata_t meta,
             queue_bytes.read(waiting_bytes, q);
             last_start.read(empty_since, q);
 
-            red_state_t aqm;
-            bit<16> rand_aqm;
-            bit<2> verdict;
-            bool use_ecn;
-            red_avg.read(aqm.avg, q);
-            red_count.read(aqm.count, q);
-            red_target.read(aqm.target, q);
-            random(rand_aqm, 0, 0xffff);
-            red.apply(waiting, waiting_bytes, now - empty_since, rand_aqm, meta.link, aqm,
-                      verdict, use_ecn);
-            red_avg.write(q, aqm.avg);
-            red_count.write(q, aqm.count);
-            red_target.write(q, aqm.target);
+            bit<2> verdict = AQM_PASS;
+            bool use_ecn = false;
+            if (meta.link.queue.aqm == 1) {
+                red_state_t aqm;
+                bit<16> rand_aqm;
+                red_avg.read(aqm.avg, q);
+                red_count.read(aqm.count, q);
+                red_target.read(aqm.target, q);
+                random(rand_aqm, 0, 0xffff);
+                red.apply(waiting, waiting_bytes, now - empty_since, rand_aqm, meta.link, aqm,
+                          verdict, use_ecn);
+                red_avg.write(q, aqm.avg);
+                red_count.write(q, aqm.count);
+                red_target.write(q, aqm.target);
+            }
             bool capable;
             bool ect1;
             ecn_capable.apply(hdr, capable, ect1);
@@ -308,13 +320,16 @@ control LinkemuIngress(inout headers_t hdr, inout metadata_t meta,
                 next_seq.read(seq, dir);
                 meta.link.seq = seq;
                 next_seq.write(dir, seq + 1);
-                bit<16> rand_ramp;
-                bool ramp_mark;
-                random(rand_ramp, 0, 0xffff);
-                sojourn_ramp.apply(meta.link.start_us - now, rand_ramp, meta.link, ramp_mark);
-                if (ramp_mark && ect1) {
-                    ecn_mark.apply(hdr);
-                    ramp_marks.count(q);
+                if (has(meta.link, FEATURE_SOJOURN_RAMP)) {
+                    bit<16> rand_ramp;
+                    bool ramp_mark;
+                    random(rand_ramp, 0, 0xffff);
+                    sojourn_ramp.apply(meta.link.start_us - now, rand_ramp, meta.link,
+                                       ramp_mark);
+                    if (ramp_mark && ect1) {
+                        ecn_mark.apply(hdr);
+                        ramp_marks.count(q);
+                    }
                 }
             }
             if (meta.link.queued == 1) {

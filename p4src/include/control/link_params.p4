@@ -8,13 +8,15 @@ control LinkParams(inout link_meta_t m) {
 
     action set_params(bit<48> byte_cost_q, bit<32> overhead_bytes,
                       time_us_t delay_us, time_us_t stall_us,
-                      time_us_t retx_delay_us, bit<8> max_retx) {
+                      time_us_t retx_delay_us, bit<8> max_retx,
+                      features_t features) {
         m.params.byte_cost_q = byte_cost_q;
         m.params.overhead_bytes = overhead_bytes;
         m.params.delay_us = delay_us;
         m.params.stall_us = stall_us;
         m.params.retx_delay_us = retx_delay_us;
         m.params.max_retx = max_retx;
+        m.params.features = features;
     }
 
     // Without an entry a direction is an ideal wire: no rate limit, no delay.
@@ -25,6 +27,7 @@ control LinkParams(inout link_meta_t m) {
         m.params.stall_us = 0;
         m.params.retx_delay_us = 0;
         m.params.max_retx = 0;
+        m.params.features = 0;
     }
 
     table link_params {

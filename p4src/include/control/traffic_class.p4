@@ -36,11 +36,12 @@ control TrafficClass(in headers_t hdr, inout link_meta_t m) {
     }
 
     action set_queue(bit<32> queue_limit, bit<32> queue_bytes_limit,
-                     bit<48> share_cost_q, bit<1> deferred) {
+                     bit<48> share_cost_q, bit<1> deferred, bit<1> aqm) {
         m.queue.queue_limit = queue_limit;
         m.queue.queue_bytes_limit = queue_bytes_limit;
         m.queue.share_cost_q = share_cost_q;
         m.queue.deferred = deferred;
+        m.queue.aqm = aqm;
     }
 
     // Without an entry a class has no router queue: only a packet that finds
@@ -50,6 +51,7 @@ control TrafficClass(in headers_t hdr, inout link_meta_t m) {
         m.queue.queue_bytes_limit = 0;
         m.queue.share_cost_q = 0;
         m.queue.deferred = 0;
+        m.queue.aqm = 0;
     }
 
     table queue_params {
