@@ -38,6 +38,7 @@ ROOT = Path(__file__).resolve().parent.parent
 BUILD = ROOT / "build"
 LINKEMU = (BUILD / "linkemu.p4info.txtpb", BUILD / "linkemu.json")
 BASELINE = (BUILD / "forward.p4info.txtpb", BUILD / "forward.json")
+HOLD_BASELINE = (BUILD / "hold.p4info.txtpb", BUILD / "hold.json")
 LAYOUT = PortLayout(fixed=(Port(1),), mobile=(Port(2),))
 SIZE = 500
 
@@ -215,10 +216,45 @@ class Bench:
         return {"changes": len(latencies), "frame_spacing_ms": spacing * 1e3,
                 **percentiles(latencies), "write_return": driver.latency_summary()}
 
+    # The hold loop ---------------------------------------------------------------
+    def hold_floor(self, profile):
+        """Release error (ms) with N frames held 1 s at once, sent 0.1 ms apart:
+        every held frame recirculates, so the error grows with N. Run on linkemu
+        (`profile`: 1 s delay) and on bench/hold.p4 (profile None), the same
+        loop with nothing else, whose error is the floor of the mechanism."""
+        rows = []
+        for held in (10, 100, 200):
+            if profile is not None:
+                self.push(profile)
+            else:
+                self.wait_until_idle()
+            run = paced(self.switch, self.peers, [(i * 0.0001, 200) for i in range(held)],
+                        wait=1.5, hold_us=1_000_000)
+            rows.append({"held": held, "delivered": len(run.departures),
+                         **percentiles([x - 1.0 for x in run.latencies()])})
+        return rows
+
     # Capacity ----------------------------------------------------------------
+    def saturated_rate(self, offered_pps=40000):
+        """Frames/s delivered while 64 B frames are offered beyond what the
+        switch can take, zero added delay: the rate its core sustains,
+        without the all-or-nothing of a sweep (BMv2 drops the odd frame even
+        far below its limit). Measured over the steady middle of the run."""
+        seconds = 1.5 if self.quick else 3
+        run = paced(self.switch, self.peers,
+                    [(i / offered_pps, 64) for i in range(int(offered_pps * seconds))], wait=0.5)
+        entered = sorted(f.ts for f in run.arrivals)
+        left = [f.ts for f in run.departures]
+        if len(entered) < 2:
+            return {}
+        start, end = entered[0] + 0.5, entered[-1] - 0.2
+        rate = lambda times: sum(start <= t < end for t in times) / (end - start)  # noqa: E731
+        return {"offered_pps": rate(entered), "delivered_pps": rate(left)}
+
     def zero_delay_throughput(self, profile):
         """The highest offered rate (64 B frames, zero added delay) the switch
-        delivers in full (99.9 %), from a sweep of offered rates."""
+        delivers in full (99.9 %), from a sweep of offered rates, and the
+        rate it delivers when saturated."""
         if profile is not None:
             self.push(profile)
         rows = []
@@ -235,7 +271,9 @@ class Bench:
             if delivered < 0.999 * entered:
                 break
         full = [r["offered_pps"] for r in rows if r["delivered"] >= 0.999 * r["entered"]]
-        return {"sustained_pps": max(full) if full else 0, "sweep": rows}
+        self.wait_until_idle()
+        return {"sustained_pps": max(full) if full else 0, "sweep": rows,
+                "saturated": self.saturated_rate()}
 
     def held_cpu(self):
         """Switch CPU (cores) while N packets sit held for 2 s."""
@@ -299,6 +337,7 @@ def run_linkemu(quick):
             results["state_change"] = bench.state_changes()
             results["zero_delay"] = bench.zero_delay_throughput(link())
             results["held_cpu"] = bench.held_cpu()
+            results["hold_floor"] = bench.hold_floor(link(delay="1s"))
             results["warnings"] = bench.warnings
         finally:
             bench.close()
@@ -319,6 +358,8 @@ def run_baseline(quick):
             results["latency"] = {**percentiles(run.latencies()),
                                   "latencies_ms": [round(x * 1e3, 4) for x in run.latencies()]}
             results["zero_delay"] = bench.zero_delay_throughput(None)
+            bench.controller.set_pipeline(*HOLD_BASELINE)
+            results["hold_floor"] = bench.hold_floor(None)
         finally:
             bench.close()
     return results
@@ -329,7 +370,7 @@ def main(argv=None):
     parser.add_argument("--quick", action="store_true", help="fewer cells and frames")
     parser.add_argument("--out", help="results folder (default results/bench-DATE)")
     args = parser.parse_args(argv)
-    for path in LINKEMU + BASELINE:
+    for path in LINKEMU + BASELINE + HOLD_BASELINE:
         if not path.exists():
             print(f"{path} is missing: run 'make build'", file=sys.stderr)
             return 2

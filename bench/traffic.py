@@ -5,7 +5,8 @@ Frames go out of a raw socket on the fixed side's test end (port 1) and are
 captured by tcpdump on the switch's own interfaces, inbound on port 1 and
 outbound on port 2: both captures use the kernel's clock, so each frame's
 time through the switch is measured in one clock, free of the sender's
-scheduling. Every frame carries a sequence number that identifies it.
+scheduling. Every frame carries a sequence number that identifies it, then
+the time bench/hold.p4 holds it (linkemu ignores it).
 """
 
 import socket
@@ -20,9 +21,9 @@ from linkemu.capture import Capture
 ETHER_TYPE = "88b5"   # IEEE local experimental: no host stack answers it
 
 
-def frame(seq, size):
+def frame(seq, size, hold_us=0):
     head = bytes.fromhex("000000000002" "000000000001" + ETHER_TYPE)
-    return head + struct.pack("!I", seq) + bytes(size - len(head) - 4)
+    return head + struct.pack("!II", seq, hold_us) + bytes(size - len(head) - 8)
 
 
 def frame_seq(data):
@@ -47,7 +48,7 @@ class Run:
                 if frame_seq(f.data) in entered]
 
 
-def paced(switch, peers, schedule, wait, at_start=None):
+def paced(switch, peers, schedule, wait, at_start=None, hold_us=0):
     """Sends frames at `schedule` [(offset s, size)] and waits `wait` s more;
     calls at_start() just before the first frame goes.
 
@@ -60,7 +61,7 @@ def paced(switch, peers, schedule, wait, at_start=None):
         try:
             with socket.socket(socket.AF_PACKET, socket.SOCK_RAW) as sender:
                 sender.bind((peers[1], 0))
-                payloads = [frame(i, size) for i, (_, size) in enumerate(schedule)]
+                payloads = [frame(i, size, hold_us) for i, (_, size) in enumerate(schedule)]
                 if at_start:
                     at_start()
                 start = time.monotonic()

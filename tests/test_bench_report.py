@@ -21,13 +21,17 @@ def cell(rate, load, p99, rate_error=None):
 def results(logging=False, p99=0.4, change_p99=1.5, emu_pps=20000):
     sweep = lambda pps: {"sustained_pps": pps, "sweep": [  # noqa: E731
         {"offered_pps": pps, "entered": pps, "delivered": pps, "cpu_s_per_packet_us": 30.0,
-         "p50_ms": 0.1, "p99_ms": 0.3}]}
+         "p50_ms": 0.1, "p99_ms": 0.3}],
+        "saturated": {"offered_pps": 40000, "delivered_pps": pps}}
+    floor = [{"held": n, "delivered": n, "n": n, "p50_ms": n / 100, "p99_ms": n / 50,
+              "max_ms": n / 50} for n in (10, 100, 200)]
     return {
         "date": "2026-11-22", "quick": True,
         "machine": {"cpu": "x", "cores": 2, "kernel": "k", "python": "3"},
         "bmv2": {"version": "1.15", "logging_macros": logging},
         "baseline": {"latency": {"p50_ms": 0.1, "p99_ms": 0.2, "max_ms": 0.3,
-                                 "latencies_ms": [0.1, 0.2]}, "zero_delay": sweep(30000)},
+                                 "latencies_ms": [0.1, 0.2]}, "zero_delay": sweep(30000),
+                     "hold_floor": floor},
         "linkemu": {
             "delay": [cell(64e3, "idle", p99), cell(10e6, "loaded", p99, 0.2),
                       cell(50e6, "loaded", 9.0, 3.0)],
@@ -43,7 +47,7 @@ def results(logging=False, p99=0.4, change_p99=1.5, emu_pps=20000):
                              "p99_ms": change_p99, "max_ms": change_p99,
                              "write_return": {"p50_ms": 2.0}},
             "zero_delay": sweep(emu_pps),
-            "held_cpu": [{"held": 10, "cores": 0.6}]}}
+            "held_cpu": [{"held": 10, "cores": 0.6}], "hold_floor": floor}}
 
 
 def test_targets_are_judged_only_up_to_20_mbits():
@@ -67,6 +71,8 @@ def test_report_folder_is_complete_and_warns_about_logging_builds(tmp_path):
     text = (out / "report.md").read_text()
     assert "built with logging macros: these figures are meaningless" in text
     assert "Highest rate with delay p99 error <= 1 ms: 10 Mbit/s" in text
+    assert "| 100 | 1.000 | 2.000 | 2.000 | 1.000 | 2.000 | 2.000 |" in text   # hold loop
+    assert "| plain forwarding | 40000 | 30000 |" in text   # saturated
     assert json.loads((out / "report.json").read_text())["bmv2"]["logging_macros"] is True
     assert [p.name for p in tmp_path.iterdir()] == ["bench"]   # no staging left behind
 
