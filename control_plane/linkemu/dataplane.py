@@ -7,6 +7,7 @@ the rest of the control plane speaks in profiles and port layouts.
 import math
 from dataclasses import dataclass
 
+from .jitter import delay_table
 from .p4runtime import MulticastGroup, Range, TableEntry, Ternary, mac_to_int
 
 DIRECTION_IDS = {"downlink": 0, "uplink": 1}
@@ -66,13 +67,19 @@ def threshold(probability):
 
 
 def stall_us(direction):
-    """How long a due packet waits for earlier ones; 0 turns in-order off."""
-    arq = direction.arq
-    if arq is None:
-        return STALL_MARGIN_US
-    if not arq.in_order:
+    """How long a due packet waits for earlier ones; 0 turns in-order off.
+
+    A packet behind one that drew a longer delay (jitter, a spike) waits
+    for it too, unless the profile lets jitter reorder."""
+    arq, jitter = direction.arq, direction.jitter
+    if (arq is not None and not arq.in_order) or (jitter is not None and jitter.reorder):
         return 0
-    return arq.max_retransmissions * arq.delay_us + STALL_MARGIN_US
+    held = arq.max_retransmissions * arq.delay_us if arq else 0
+    if jitter is not None:
+        held += max(delay_table(jitter, direction.delay_us)) - direction.delay_us
+    if direction.delay_spikes is not None:
+        held += direction.delay_spikes.length_us
+    return held + STALL_MARGIN_US
 
 
 LINK_PARAMS = "LinkemuIngress.link_params.link_params"
@@ -88,6 +95,8 @@ RED_CURVE_STEPS = 32         # steps of p_b between min_th and max_th
 RED_DECAY_STEP = 0.98        # the idle decay factor changes by at most 2 % a step
 RED_DECAY_FLOOR = 1e-4       # beyond this, the average restarts from 0
 SOJOURN_RAMP = "LinkemuIngress.sojourn_ramp.sojourn_ramp"
+JITTER = "LinkemuIngress.delay_variation.jitter"
+DELAY_SPIKES = "LinkemuIngress.delay_variation.delay_spikes"
 SOJOURN_RAMP_STEPS = 32
 
 
@@ -95,13 +104,15 @@ SOJOURN_RAMP_STEPS = 32
 FEATURE_LOSS_MODEL = 1
 FEATURE_SOJOURN_RAMP = 2
 FEATURE_PRIORITY = 4
+FEATURE_DELAY_VARIATION = 8
 
 
 def features(direction):
     """The features bitmap of a direction: the data plane skips the rest."""
     return ((FEATURE_LOSS_MODEL if direction.loss else 0)
             | (FEATURE_SOJOURN_RAMP if direction.sojourn_target_us else 0)
-            | (FEATURE_PRIORITY if direction.priority else 0))
+            | (FEATURE_PRIORITY if direction.priority else 0)
+            | (FEATURE_DELAY_VARIATION if direction.jitter or direction.delay_spikes else 0))
 
 
 def link_params_entries(profile):
@@ -209,6 +220,21 @@ def loss_model_entries(profile):
                                   {"to_good": threshold(loss.to_good),
                                    "loss": threshold(loss.bad_loss)}))
     return entries
+
+
+def jitter_entries(profile):
+    return [TableEntry(JITTER, {"m.dir": DIRECTION_IDS[name], "rand_index": index},
+                       "LinkemuIngress.delay_variation.set_delay", {"delay_us": delay})
+            for name, direction in profile.directions().items() if direction.jitter
+            for index, delay in enumerate(delay_table(direction.jitter, direction.delay_us))]
+
+
+def delay_spike_entries(profile):
+    return [TableEntry(DELAY_SPIKES, {"m.dir": DIRECTION_IDS[name]},
+                       "LinkemuIngress.delay_variation.set_spike",
+                       {"threshold": threshold(d.delay_spikes.probability),
+                        "length_us": d.delay_spikes.length_us})
+            for name, d in profile.directions().items() if d.delay_spikes]
 
 
 def red_curve(red):
@@ -406,6 +432,8 @@ def push_profile(switch, profile):
     switch.sync_table(TRAFFIC_CLASS, traffic_class_entries(profile))
     switch.sync_table(LINK_PARAMS, link_params_entries(profile))
     switch.sync_table(LOSS_MODEL, loss_model_entries(profile))
+    switch.sync_table(JITTER, jitter_entries(profile))
+    switch.sync_table(DELAY_SPIKES, delay_spike_entries(profile))
     for table, entries in red_entries(profile).items():
         switch.sync_table(table, entries)
     switch.sync_table(SOJOURN_RAMP, sojourn_ramp_entries(profile))

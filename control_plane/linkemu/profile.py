@@ -11,6 +11,7 @@ from pathlib import Path
 import yaml
 
 from .fields import Section, boolean, choice, int_in, positive_time_us, text
+from .jitter import DelaySpikes, Jitter, read_jitter, read_spikes
 from .link_states import Duration, LinkState, StateChain
 from .units import (format_rate, format_time_us, parse_rate, parse_size,
                     parse_time_us)
@@ -124,6 +125,8 @@ class Direction:
     red: Red | None = None
     sojourn_target_us: int | None = None  # L4S-style CE ramp for ECT(1) packets
     priority: Priority | None = None  # queue, queue_bytes and red are best effort's then
+    jitter: Jitter | None = None
+    delay_spikes: DelaySpikes | None = None
 
     def describe(self):
         rate = "unlimited" if self.rate_bps is None else format_rate(self.rate_bps)
@@ -153,6 +156,9 @@ class Direction:
             text += f", ECT(1) sojourn ramp to {format_time_us(self.sojourn_target_us)}"
         if self.loss:
             text += f", loss model {self.loss}"
+        for extra in (self.jitter, self.delay_spikes):
+            if extra:
+                text += f", {extra.describe()}"
         return text
 
 
@@ -382,7 +388,14 @@ def _direction(section, mtu):
         red=_red(section.section("red", required=False), mtu, rate),
         sojourn_target_us=_sojourn_ramp(section.section("sojourn_ramp", required=False)),
         priority=_priority(section.section("priority", required=False), mtu, rate),
+        jitter=read_jitter(section.section("jitter", required=False)),
+        delay_spikes=read_spikes(section.section("delay_spikes", required=False), _probability),
     )
+    if direction.jitter and direction.jitter.reorder and direction.arq \
+            and direction.arq.in_order:
+        section.problems.append(
+            f"{section.sub_path('jitter')}.reorder: cannot be combined with arq.in_order: "
+            "in-order release holds every packet behind the one ahead of it")
     if direction.priority is not None:
         if direction.queue_packets is not None and \
                 direction.queue_packets > MAX_DEFERRED_PACKETS:

@@ -33,6 +33,7 @@
 #include "../include/control/red.p4"
 #include "../include/control/ecn_mark.p4"
 #include "../include/control/sojourn_ramp.p4"
+#include "../include/control/delay_variation.p4"
 
 const bit<32> INSTANCE_TYPE_RECIRC = 4;
 const bit<9>  HOLD_PORT_BASE = 448;   // 448, 452, .. 508: never attach these
@@ -160,6 +161,7 @@ control LinkemuIngress(inout headers_t hdr, inout metadata_t meta,
     EcnCapable() ecn_capable;
     EcnMark() ecn_mark;
     SojournRamp() sojourn_ramp;
+    DelayVariation() delay_variation;
 
     apply {
         bool fresh = std.instance_type != INSTANCE_TYPE_RECIRC;
@@ -228,6 +230,18 @@ control LinkemuIngress(inout headers_t hdr, inout metadata_t meta,
                 head = head + 1;
                 defer_head.write(dir, head);
             }
+        }
+
+        // This packet's own delay, drawn where its instants are set: on
+        // arrival, or when a deferred packet's start is settled.
+        bool settles = !fresh && meta.link.deferred == 1 &&
+                       (int<32>) (meta.link.ticket - head) < 0;
+        if ((fresh || settles) && has(meta.link, FEATURE_DELAY_VARIATION)) {
+            bit<10> rand_index;
+            bit<16> rand_spike;
+            random(rand_index, 0, 1023);
+            random(rand_spike, 0, 0xffff);
+            delay_variation.apply(rand_index, rand_spike, meta.link);
         }
 
         if (fresh) {
@@ -337,7 +351,7 @@ control LinkemuIngress(inout headers_t hdr, inout metadata_t meta,
                 queue_bytes.write(q, waiting_bytes + l3_len);
                 queue_enter.count(q);
             }
-        } else if (meta.link.deferred == 1 && (int<32>) (meta.link.ticket - head) < 0) {
+        } else if (settles) {
             // Its start was settled: take it, with its place in link order.
             bit<32> slot = defer_slot(meta.link, meta.link.ticket);
             time_q_t start;

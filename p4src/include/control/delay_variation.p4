@@ -1,0 +1,53 @@
+// Per-packet delay variation: jitter and random delay spikes.
+//
+// Jitter has no arithmetic here: the control plane loads the delay's inverse
+// CDF as 1024 delays per direction (NetEm's distributions, or the user's
+// table), and a packet takes the one a random index picks. A spike adds its
+// length with its probability. Both replace the direction's fixed delay for
+// this packet only; release order (Release) keeps packets in order unless
+// the profile lets jitter reorder them.
+#ifndef LINKEMU_DELAY_VARIATION_P4
+#define LINKEMU_DELAY_VARIATION_P4
+
+#include "../headers.p4"
+
+control DelayVariation(in bit<10> rand_index, in bit<16> rand_spike, inout link_meta_t m) {
+    bit<32>   spike_threshold = 0;   // P(spike) x 65536
+    time_us_t spike_us = 0;
+
+    action set_delay(time_us_t delay_us) {
+        m.params.delay_us = delay_us;
+    }
+
+    table jitter {
+        key = {
+            m.dir      : exact;
+            rand_index : exact;
+        }
+        actions = { set_delay; @defaultonly NoAction; }
+        const default_action = NoAction;
+        size = 2048;
+    }
+
+    action set_spike(bit<32> threshold, time_us_t length_us) {
+        spike_threshold = threshold;
+        spike_us = length_us;
+    }
+
+    table delay_spikes {
+        key = { m.dir : exact; }
+        actions = { set_spike; @defaultonly NoAction; }
+        const default_action = NoAction;
+        size = 2;
+    }
+
+    apply {
+        jitter.apply();
+        delay_spikes.apply();
+        if ((bit<32>) rand_spike < spike_threshold) {
+            m.params.delay_us = m.params.delay_us + spike_us;
+        }
+    }
+}
+
+#endif
