@@ -41,6 +41,9 @@ COUNTERS = {
     "release_skips": "packets released before an earlier one of their direction",
     "queue_enter": "packets that waited in the router queue",
     "queue_leave": "packets that left the router queue for the link",
+    "sent_ahead": "packets sent ahead of the others (reorder)",
+    "duplicated": "packets released twice (duplicate; link_out counts both)",
+    "corrupted": "packets with one bit flipped (corrupt)",
 }
 # Where a frame that entered the link ends: delivered, or dropped once
 # (drop_aqm_ect is a part of drop_aqm; malformed frames never entered).
@@ -97,6 +100,8 @@ RED_DECAY_FLOOR = 1e-4       # beyond this, the average restarts from 0
 SOJOURN_RAMP = "LinkemuIngress.sojourn_ramp.sojourn_ramp"
 JITTER = "LinkemuIngress.delay_variation.jitter"
 DELAY_SPIKES = "LinkemuIngress.delay_variation.delay_spikes"
+PACKET_FAULTS = "LinkemuIngress.packet_faults.packet_faults"
+DUP_GROUP_BASE = 256   # p4src/v1model/linkemu.p4: group 256 + port sends to port twice
 SOJOURN_RAMP_STEPS = 32
 
 
@@ -105,6 +110,7 @@ FEATURE_LOSS_MODEL = 1
 FEATURE_SOJOURN_RAMP = 2
 FEATURE_PRIORITY = 4
 FEATURE_DELAY_VARIATION = 8
+FEATURE_PACKET_FAULTS = 16
 
 
 def features(direction):
@@ -112,7 +118,9 @@ def features(direction):
     return ((FEATURE_LOSS_MODEL if direction.loss else 0)
             | (FEATURE_SOJOURN_RAMP if direction.sojourn_target_us else 0)
             | (FEATURE_PRIORITY if direction.priority else 0)
-            | (FEATURE_DELAY_VARIATION if direction.jitter or direction.delay_spikes else 0))
+            | (FEATURE_DELAY_VARIATION if direction.jitter or direction.delay_spikes else 0)
+            | (FEATURE_PACKET_FAULTS if direction.reorder or direction.duplicate
+               or direction.corrupt else 0))
 
 
 def link_params_entries(profile):
@@ -235,6 +243,14 @@ def delay_spike_entries(profile):
                        {"threshold": threshold(d.delay_spikes.probability),
                         "length_us": d.delay_spikes.length_us})
             for name, d in profile.directions().items() if d.delay_spikes]
+
+
+def packet_fault_entries(profile):
+    return [TableEntry(PACKET_FAULTS, {"m.dir": DIRECTION_IDS[name]},
+                       "LinkemuIngress.packet_faults.set_faults",
+                       {"reorder": threshold(d.reorder), "duplicate": threshold(d.duplicate),
+                        "corrupt": threshold(d.corrupt)})
+            for name, d in profile.directions().items() if d.reorder or d.duplicate or d.corrupt]
 
 
 def red_curve(red):
@@ -407,8 +423,11 @@ class PortLayout:
                           f"LinkemuIngress.port_map.{action}", params, priority)
 
     def multicast_groups(self):
+        """Flooding to each side, and each port twice (duplicates)."""
         return [MulticastGroup(FLOOD_GROUPS["downlink"], tuple(p.number for p in self.mobile)),
-                MulticastGroup(FLOOD_GROUPS["uplink"], tuple(p.number for p in self.fixed))]
+                MulticastGroup(FLOOD_GROUPS["uplink"], tuple(p.number for p in self.fixed))] + [
+            MulticastGroup(DUP_GROUP_BASE + p.number, (p.number, p.number))
+            for p in self.fixed + self.mobile]
 
 
 def install(switch, p4info_path, bmv2_json_path, layout, profile):
@@ -434,6 +453,7 @@ def push_profile(switch, profile):
     switch.sync_table(LOSS_MODEL, loss_model_entries(profile))
     switch.sync_table(JITTER, jitter_entries(profile))
     switch.sync_table(DELAY_SPIKES, delay_spike_entries(profile))
+    switch.sync_table(PACKET_FAULTS, packet_fault_entries(profile))
     for table, entries in red_entries(profile).items():
         switch.sync_table(table, entries)
     switch.sync_table(SOJOURN_RAMP, sojourn_ramp_entries(profile))
@@ -443,9 +463,9 @@ def push_profile(switch, profile):
 
 def in_flight(counters, direction):
     """Frames that entered `direction` and have neither left nor been dropped,
-    from a read_counters() reading."""
-    return counters["link_in"][direction][0] - sum(counters[name][direction][0]
-                                                   for name in LINK_EXITS)
+    from a read_counters() reading (a duplicate leaves twice)."""
+    return (counters["link_in"][direction][0] + counters["duplicated"][direction][0]
+            - sum(counters[name][direction][0] for name in LINK_EXITS))
 
 
 def read_counters(switch):

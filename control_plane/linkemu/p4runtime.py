@@ -323,8 +323,9 @@ class Switch:
             entity = p4runtime_pb2.Entity()
             entry = entity.packet_replication_engine_entry.multicast_group_entry
             entry.multicast_group_id = group.group_id
-            for port in group.ports:
-                entry.replicas.add(egress_port=port, instance=1)
+            # A port given twice gets two replicas, told apart by instance.
+            for i, port in enumerate(group.ports):
+                entry.replicas.add(egress_port=port, instance=1 + group.ports[:i].count(port))
             kind = (p4runtime_pb2.Update.MODIFY if group.group_id in existing
                     else p4runtime_pb2.Update.INSERT)
             updates.append((kind, entity))

@@ -127,6 +127,9 @@ class Direction:
     priority: Priority | None = None  # queue, queue_bytes and red are best effort's then
     jitter: Jitter | None = None
     delay_spikes: DelaySpikes | None = None
+    reorder: float = 0.0     # NetEm's packet faults: probability per packet
+    duplicate: float = 0.0
+    corrupt: float = 0.0
 
     def describe(self):
         rate = "unlimited" if self.rate_bps is None else format_rate(self.rate_bps)
@@ -159,6 +162,9 @@ class Direction:
         for extra in (self.jitter, self.delay_spikes):
             if extra:
                 text += f", {extra.describe()}"
+        for fault in ("reorder", "duplicate", "corrupt"):
+            if getattr(self, fault):
+                text += f", {fault} {getattr(self, fault):g}"
         return text
 
 
@@ -390,6 +396,9 @@ def _direction(section, mtu):
         priority=_priority(section.section("priority", required=False), mtu, rate),
         jitter=read_jitter(section.section("jitter", required=False)),
         delay_spikes=read_spikes(section.section("delay_spikes", required=False), _probability),
+        reorder=section.field("reorder", _probability, default=0.0),
+        duplicate=section.field("duplicate", _probability, default=0.0),
+        corrupt=section.field("corrupt", _probability, default=0.0),
     )
     if direction.jitter and direction.jitter.reorder and direction.arq \
             and direction.arq.in_order:

@@ -61,8 +61,10 @@ def test_several_hosts_get_mac_entries_and_a_flood_group():
     assert [(e.action.rsplit(".", 1)[1], e.priority) for e in downlink] == [
         ("to_port", 2), ("to_port", 2), ("flood", 1)]
     groups = {g.group_id: g.ports for g in layout.multicast_groups()}
+    dup = dataplane.DUP_GROUP_BASE
     assert groups == {dataplane.FLOOD_GROUPS["downlink"]: (2, 3),
-                      dataplane.FLOOD_GROUPS["uplink"]: (1,)}
+                      dataplane.FLOOD_GROUPS["uplink"]: (1,),
+                      dup + 1: (1, 1), dup + 2: (2, 2), dup + 3: (3, 3)}
 
 
 @pytest.mark.parametrize("fixed, mobile, message", [
@@ -244,3 +246,23 @@ def test_in_flight_counts_each_frame_once():
     counters["drop_aqm_ect"]["downlink"] = (3, 0)    # a part of drop_aqm
     counters["drop_malformed"]["downlink"] = (4, 0)  # never entered the link
     assert dataplane.in_flight(counters, "downlink") == 2
+
+
+def test_packet_faults_are_thresholds_per_direction_and_a_feature():
+    profile = parse_profile({"downlink": {"reorder": 0.25, "duplicate": 0.5},
+                             "uplink": {"corrupt": 1}})
+    down, up = dataplane.packet_fault_entries(profile)
+    assert down.params == {"reorder": 1 << 14, "duplicate": 1 << 15, "corrupt": 0}
+    assert up.params == {"reorder": 0, "duplicate": 0, "corrupt": 1 << 16}
+    assert all(e.params["features"] == dataplane.FEATURE_PACKET_FAULTS
+               for e in link_params_entries(profile))
+    assert dataplane.packet_fault_entries(parse_profile({"downlink": {}, "uplink": {}})) == []
+
+
+def test_a_duplicate_leaves_twice_without_going_missing():
+    counters = {name: {"downlink": (0, 0)} for name in dataplane.COUNTERS}
+    counters["link_in"]["downlink"] = (10, 0)
+    counters["duplicated"]["downlink"] = (2, 0)
+    counters["link_out"]["downlink"] = (11, 0)
+    counters["drop_queue"]["downlink"] = (1, 0)
+    assert dataplane.in_flight(counters, "downlink") == 0

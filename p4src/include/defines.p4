@@ -26,6 +26,7 @@ const features_t FEATURE_LOSS_MODEL   = 1;   // Bernoulli / Gilbert-Elliott loss
 const features_t FEATURE_SOJOURN_RAMP = 2;   // ECT(1) marking on queue sojourn
 const features_t FEATURE_PRIORITY     = 4;   // a priority split: deferred best effort
 const features_t FEATURE_DELAY_VARIATION = 8; // jitter or delay spikes
+const features_t FEATURE_PACKET_FAULTS = 16;  // reorder, duplicate, corrupt
 
 // Fractional bits of the virtual clock. Serialization cost per byte is pushed
 // as microseconds x 2^20, so 10 Gbit/s keeps 0.06 % precision without floats.

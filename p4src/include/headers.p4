@@ -43,11 +43,18 @@ header l4_ports_h {
     bit<16> dst_port;
 }
 
+// The next four bytes (TCP's sequence number, UDP's length and checksum):
+// where PacketFaults flips a bit.
+header l4_word_h {
+    bit<32> word;
+}
+
 struct headers_t {
     ethernet_h ethernet;
     ipv4_h     ipv4;
     ipv6_h     ipv6;
     l4_ports_h l4;
+    l4_word_h  l4_word;
 }
 
 // Link parameters of one direction, loaded from the link_params table.
@@ -100,6 +107,8 @@ struct link_meta_t {
     @field_list(1) bit<1>      cls;         // traffic class: 0 best effort, 1 priority
     @field_list(1) bit<1>      deferred;    // waits for the scheduler to give it a start
     @field_list(1) bit<32>     ticket;      // its place among the deferred packets
+    @field_list(1) bit<1>      ahead;       // sent ahead (reorder): no place in link order
+    @field_list(1) bit<1>      dup;         // released with a duplicate
     bit<1>         admitted;
     bit<1>         released;
     link_params_t  params;

@@ -34,11 +34,13 @@
 #include "../include/control/ecn_mark.p4"
 #include "../include/control/sojourn_ramp.p4"
 #include "../include/control/delay_variation.p4"
+#include "../include/control/packet_faults.p4"
 
 const bit<32> INSTANCE_TYPE_RECIRC = 4;
 const bit<9>  HOLD_PORT_BASE = 448;   // 448, 452, .. 508: never attach these
 const bit<9>  HOLD_PORT_MASK = 15;    // 16 hold ports, chosen by sequence number
 const bit<8>  FL_HOLD = 1;            // @field_list(1) in link_meta_t
+const bit<16> DUP_GROUP_BASE = 256;   // + port: that port twice (PacketFaults' duplicate)
 // Deferred best-effort packets per direction; the profile keeps the
 // best-effort queue limit at or below it, so a slot is never overwritten
 // while its packet waits.
@@ -99,6 +101,7 @@ parser LinkemuParser(packet_in pkt, out headers_t hdr, inout metadata_t meta,
     }
     state parse_l4 {
         pkt.extract(hdr.l4);
+        pkt.extract(hdr.l4_word);
         transition accept;
     }
 }
@@ -147,6 +150,9 @@ control LinkemuIngress(inout headers_t hdr, inout metadata_t meta,
     counter(NUM_DIRECTIONS, CounterType.packets) arq_delayed;
     counter(NUM_DIRECTIONS, CounterType.packets) held_behind;
     counter(NUM_DIRECTIONS, CounterType.packets) release_skips;
+    counter(NUM_DIRECTIONS, CounterType.packets) sent_ahead;
+    counter(NUM_DIRECTIONS, CounterType.packets) duplicated;
+    counter(NUM_DIRECTIONS, CounterType.packets) corrupted;
 
     PortMap() port_map;
     LinkParams() link_params;
@@ -162,6 +168,7 @@ control LinkemuIngress(inout headers_t hdr, inout metadata_t meta,
     EcnMark() ecn_mark;
     SojournRamp() sojourn_ramp;
     DelayVariation() delay_variation;
+    PacketFaults() packet_faults;
 
     apply {
         bool fresh = std.instance_type != INSTANCE_TYPE_RECIRC;
@@ -305,6 +312,20 @@ control LinkemuIngress(inout headers_t hdr, inout metadata_t meta,
                 return;
             }
 
+            bool corrupt = false;
+            if (has(meta.link, FEATURE_PACKET_FAULTS)) {
+                bit<16> rand_reorder;
+                bit<16> rand_duplicate;
+                bit<16> rand_corrupt;
+                bit<5> flip_bit;
+                random(rand_reorder, 0, 0xffff);
+                random(rand_duplicate, 0, 0xffff);
+                random(rand_corrupt, 0, 0xffff);
+                random(flip_bit, 0, 31);
+                packet_faults.apply(rand_reorder, rand_duplicate, rand_corrupt, flip_bit, hdr,
+                                    meta.link, corrupt);
+            }
+
             time_q_t free;
             time_q_t cap_free;
             time_q_t cost;
@@ -318,7 +339,11 @@ control LinkemuIngress(inout headers_t hdr, inout metadata_t meta,
                 mark_to_drop(std);
                 return;
             }
+            if (corrupt) {
+                corrupted.count(dir);
+            }
             if (meta.link.deferred == 1) {
+                meta.link.ahead = 0;   // its delay is drawn when its start is settled
                 bit<32> slot = defer_slot(meta.link, tail);
                 defer_arrival.write(slot, now);
                 defer_cost.write(slot, cost);
@@ -333,7 +358,11 @@ control LinkemuIngress(inout headers_t hdr, inout metadata_t meta,
                 seq_t seq;
                 next_seq.read(seq, dir);
                 meta.link.seq = seq;
-                next_seq.write(dir, seq + 1);
+                if (meta.link.ahead == 1) {
+                    sent_ahead.count(dir);
+                } else {
+                    next_seq.write(dir, seq + 1);
+                }
                 if (has(meta.link, FEATURE_SOJOURN_RAMP)) {
                     bit<16> rand_ramp;
                     bool ramp_mark;
@@ -426,7 +455,12 @@ control LinkemuIngress(inout headers_t hdr, inout metadata_t meta,
             }
             meta.link.wake_us = (blocked || meta.link.deferred == 1) ? 0 : wake;
         } else if (meta.link.out_port != 0) {
-            std.egress_spec = meta.link.out_port;
+            if (meta.link.dup == 1) {
+                duplicated.count(dir);
+                std.mcast_grp = DUP_GROUP_BASE + (bit<16>) meta.link.out_port;
+            } else {
+                std.egress_spec = meta.link.out_port;
+            }
         } else {
             std.mcast_grp = meta.link.flood_grp;
         }
@@ -453,6 +487,7 @@ control LinkemuDeparser(packet_out pkt, in headers_t hdr) {
         pkt.emit(hdr.ipv4);
         pkt.emit(hdr.ipv6);
         pkt.emit(hdr.l4);
+        pkt.emit(hdr.l4_word);
     }
 }
 

@@ -5,7 +5,8 @@
 // one under ARQ retransmission are released right after it, in order. The
 // wait ends stall_us after the due instant: the control plane sets it past
 // the longest ARQ hold, or to 0 to turn in-order release off. A lost packet
-// (ARQ gave up) is "released" in its turn, to be dropped.
+// (ARQ gave up) is "released" in its turn, to be dropped. A packet sent ahead
+// (PacketFaults' reorder) has no place in that order and goes when due.
 #ifndef LINKEMU_RELEASE_P4
 #define LINKEMU_RELEASE_P4
 
@@ -20,11 +21,12 @@ control Release(in time_us_t now_us, in seq_t next_release, inout link_meta_t m,
         bool due = now_us >= m.due_us;
         bool gave_up = now_us >= m.due_us + m.params.stall_us;
 
-        bool go = due && (ahead <= 0 || gave_up);
+        bool in_line = m.ahead == 0;
+        bool go = due && (!in_line || ahead <= 0 || gave_up);
         m.released = go ? 1w1 : 1w0;
-        skipped = go && ahead > 0;
+        skipped = go && in_line && ahead > 0;
         blocked = due && !go;
-        new_next_release = (go && ahead >= 0) ? m.seq + 1 : next_release;
+        new_next_release = (go && in_line && ahead >= 0) ? m.seq + 1 : next_release;
     }
 }
 

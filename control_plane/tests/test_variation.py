@@ -1,5 +1,5 @@
-"""Jitter and delay spikes: the profile fields, the inverse-CDF tables the data
-plane draws from, and their table entries."""
+"""Delay variation and packet faults: the profile fields, the inverse-CDF
+tables the data plane draws from, and their table entries."""
 
 import numpy as np
 import pytest
@@ -86,6 +86,13 @@ def test_profile_reads_jitter_and_spikes():
 ])
 def test_bad_input_is_named_with_its_path(fields, message):
     assert message in problems(**fields)
+
+
+@pytest.mark.parametrize("fault", ["reorder", "duplicate", "corrupt"])
+def test_packet_fault_probabilities_are_checked(fault):
+    assert direction(**{fault: 0.01}).describe().endswith(f"{fault} 0.01")
+    assert f"downlink.{fault}: -0.1: out of range" in problems(**{fault: -0.1})
+    assert f"downlink.{fault}: 'often': expected a probability" in problems(**{fault: "often"})
 
 
 def test_in_order_release_waits_out_the_longest_jitter_and_spike():

@@ -1,0 +1,55 @@
+// NetEm's packet faults, per direction, each with its own probability:
+//
+// - reorder: the packet is sent ahead. It still takes its turn on the link
+//   (the rate stays exact) but skips the propagation delay and does not wait
+//   for the packets ahead of it, so it overtakes them;
+// - duplicate: a second copy is released with it;
+// - corrupt: one random bit of the four bytes after the TCP/UDP ports (TCP's
+//   sequence number, UDP's length and checksum) is flipped, so the receiver's
+//   checksum catches it as it would a bit error. Packets without those
+//   headers are not corrupted.
+//
+// Drawn on arrival, where the headers are parsed.
+#ifndef LINKEMU_PACKET_FAULTS_P4
+#define LINKEMU_PACKET_FAULTS_P4
+
+#include "../headers.p4"
+
+control PacketFaults(in bit<16> rand_reorder, in bit<16> rand_duplicate,
+                     in bit<16> rand_corrupt, in bit<5> flip_bit,
+                     inout headers_t hdr, inout link_meta_t m, out bool corrupted) {
+    bit<32> reorder_threshold = 0;     // P x 65536
+    bit<32> duplicate_threshold = 0;
+    bit<32> corrupt_threshold = 0;
+
+    action set_faults(bit<32> reorder, bit<32> duplicate, bit<32> corrupt) {
+        reorder_threshold = reorder;
+        duplicate_threshold = duplicate;
+        corrupt_threshold = corrupt;
+    }
+
+    table packet_faults {
+        key = { m.dir : exact; }
+        actions = { set_faults; @defaultonly NoAction; }
+        const default_action = NoAction;
+        size = 2;
+    }
+
+    apply {
+        corrupted = false;
+        packet_faults.apply();
+        if ((bit<32>) rand_reorder < reorder_threshold) {
+            m.ahead = 1;
+            m.params.delay_us = 0;
+        }
+        if ((bit<32>) rand_duplicate < duplicate_threshold) {
+            m.dup = 1;
+        }
+        if ((bit<32>) rand_corrupt < corrupt_threshold && hdr.l4_word.isValid()) {
+            hdr.l4_word.word = hdr.l4_word.word ^ ((bit<32>) 1 << flip_bit);
+            corrupted = true;
+        }
+    }
+}
+
+#endif
