@@ -51,7 +51,8 @@ $(BUILD)/forward.json $(BUILD)/hold.json: $(BUILD)/%.json: bench/%.p4
 run: build
 	$(PYTHON) mininet/run.py --profile $(PROFILE) --fixed $(FIXED) --mobile $(MOBILE) \
 	    $(if $(SCRIPT),--script $(SCRIPT)) $(if $(SEED),--seed $(SEED)) \
-	    $(if $(REPLAY),--replay $(REPLAY)) $(if $(RECORD),--record $(RECORD))
+	    $(if $(REPLAY),--replay $(REPLAY)) $(if $(RECORD),--record $(RECORD)) \
+	    $(if $(EVENT_LOG),--event-log $(EVENT_LOG))
 
 # An experiment batch in Mininet (needs root): EXP=experiments/s-www.yaml,
 # SHORT=1 for its short form, OUT=dir (default results/NAME); reruns resume.

@@ -10,6 +10,7 @@ PNG plots. Method: docs/benchmark.md.
 
 import argparse
 import os
+import tempfile
 import platform
 import re
 import shutil
@@ -18,12 +19,14 @@ import subprocess
 import sys
 import threading
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 from scipy import stats
 
 from linkemu import dataplane
 from linkemu.dataplane import Port, PortLayout
+from linkemu.event_log import EventRecorder, check_timing, read_events
 from linkemu.fidelity import compare, loss_bursts
 from linkemu.link_states import walk
 from linkemu.p4runtime import Switch
@@ -208,7 +211,7 @@ class Bench:
         latencies = []
         for applied in driver.applied[1:]:
             scheduled = applied.applied_unix - applied.latency_s
-            bad = applied.segment.state == "bad"
+            bad = applied.change.state == "bad"
             after = [(ts, seq) for ts, seq in entered if ts >= scheduled]
             first = next((ts for ts, seq in after if (seq not in delivered) == bad), None)
             if first is not None:
@@ -286,8 +289,52 @@ class Bench:
                          "cores": (self.switch.cpu_seconds() - cpu) / (time.monotonic() - start)})
         return rows
 
+    # The event log -------------------------------------------------------------
+    @contextmanager
+    def event_log(self, path):
+        """The event log on for both directions, written to `path`."""
+        recorder = EventRecorder(self.controller, path)
+        thread = threading.Thread(target=recorder.run)
+        thread.start()
+        recorder.started.wait()
+        try:
+            yield recorder
+        finally:
+            self.wait_until_idle()
+            recorder.stop()
+            thread.join()
+
+    def event_log_cost(self):
+        """The loaded 10 Mbit/s, 20 ms cell and the saturated zero-delay rate
+        with the log off and on: switch CPU per frame, release error as the
+        captures see it, and as the log itself reports it."""
+        rows = []
+        with tempfile.TemporaryDirectory(prefix="linkemu-bench-") as folder:
+            for on in (False, True):
+                path = Path(folder) / "events.csv"
+                with (self.event_log(path) if on else _nothing()):
+                    cpu = self.switch.cpu_seconds()
+                    cell = self.delay_cell(10e6, 20, "loaded")
+                    cpu = self.switch.cpu_seconds() - cpu
+                    saturated = self.saturated_rate()
+                row = {"log": on, "frames": cell["sent"], "p50_ms": cell.get("p50_ms"),
+                       "p99_ms": cell.get("p99_ms"), "max_ms": cell.get("max_ms"),
+                       "cpu_s_per_frame_us": cpu / max(1, cell["sent"]) * 1e6,
+                       "saturated_pps": saturated.get("delivered_pps")}
+                if on:
+                    events = read_events(path)
+                    row["events"] = len(events)
+                    row["log_check"] = check_timing(events).as_dict()
+                rows.append(row)
+        return rows
+
     def close(self):
         self.controller.close()
+
+
+@contextmanager
+def _nothing():
+    yield
 
 
 def build_info():
@@ -338,6 +385,7 @@ def run_linkemu(quick):
             results["zero_delay"] = bench.zero_delay_throughput(link())
             results["held_cpu"] = bench.held_cpu()
             results["hold_floor"] = bench.hold_floor(link(delay="1s"))
+            results["event_log"] = bench.event_log_cost()
             results["warnings"] = bench.warnings
         finally:
             bench.close()

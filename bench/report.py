@@ -136,6 +136,20 @@ def markdown(report):
     lines += ["",
               "| packets held (2 s) | switch cores busy |", "|---|---|"]
     lines += [f"| {r['held']} | {r['cores']:.2f} |" for r in emu["held_cpu"]]
+    lines += ["", "## The event log", "",
+              "The loaded 10 Mbit/s, 20 ms cell (500 B frames) and the saturated "
+              "zero-delay rate, with the log off and on; the log's own release error "
+              "(switch clock at release - due) beside the captures'.", "",
+              "| log | frames | error p50 ms | p99 | max | switch CPU µs per frame | "
+              "saturated frames/s | log: events, error p99 ms, max |",
+              "|---|---|---|---|---|---|---|---|"]
+    for r in emu.get("event_log", []):
+        check = r.get("log_check")
+        own = (f"{r['events']}, {check['error_p99_us'] / 1e3:.3f}, "
+               f"{check['error_max_us'] / 1e3:.3f}" if check and check["released"] else "")
+        lines.append(f"| {'on' if r['log'] else 'off'} | {r['frames']} | "
+                     f"{r['p50_ms'] or 0:.3f} | {r['p99_ms'] or 0:.3f} | {r['max_ms'] or 0:.3f} | "
+                     f"{r['cpu_s_per_frame_us']:.1f} | {r['saturated_pps'] or 0:.0f} | {own} |")
     arq = emu["arq"]
     lines += ["", "## ARQ holds (700 ms per retransmission), error ms", "",
               "| retransmissions | hold | frames | p50 | p99 | max |", "|---|---|---|---|---|---|"]

@@ -32,6 +32,8 @@ def main(argv=None):
     parser.add_argument("--replay", metavar="TIMELINE", help="replay a recorded state timeline")
     parser.add_argument("--record", metavar="CSV", help="where to record the applied state "
                         "timeline (default timeline-PROFILE-TIME.csv)")
+    parser.add_argument("--event-log", metavar="CSV",
+                        help="log every packet's fate (linkemu.event_log) to this file")
     parser.add_argument("--grpc-port", type=int, default=9559,
                         help="P4Runtime port on 127.0.0.1 (default %(default)s)")
     args = parser.parse_args(argv)
@@ -66,8 +68,12 @@ def main(argv=None):
         if profile.states is not None:
             record = args.record or default_record_path(profile.name)
             print(f"link-state timeline: {record}")
+        rates = None
+        if any(d.rate_schedule for d in profile.directions().values()):
+            rates = default_record_path(profile.name, "rates")
+            print(f"rate changes: {rates}")
         with emulated_link(profile, args.fixed, args.mobile, args.grpc_port,
-                           segments, record) as net:
+                           segments, record, rates, args.event_log) as net:
             CLI(net, script=args.script)
     except KeyboardInterrupt:
         return 130

@@ -31,9 +31,12 @@ HOST_MACS = {1: "00:00:00:00:00:01", 2: "00:00:00:00:00:02", 3: "00:00:00:00:00:
 HOST_IPS = {1: "10.0.0.1", 2: "10.0.0.2", 3: "10.0.0.3"}
 ETH_HEADER = dataplane.ETH_HEADER_BYTES
 # Release tolerance: measured from the test's own send to its own receive
-# (kernel timestamps), so it includes BMv2's forwarding latency (~0.4 ms).
-# 10 ms is the overshoot at which the studies' emulator discarded a run.
-P90_LATE_S = 0.0015
+# (kernel timestamps), so it includes BMv2's forwarding latency (~0.4 ms) and
+# the hold loop's turn with some 40 frames held (BMv2 builds and machines
+# differ: 1.2-1.7 ms at p90 measured here); these bounds catch a wrong
+# mechanism, the benchmark measures the figures. 10 ms is the overshoot at
+# which the studies' emulator discarded a run.
+P90_LATE_S = 0.0025
 MAX_LATE_S = 0.010
 IDEAL = {"downlink": {"rate": "unlimited"}, "uplink": {"rate": "unlimited"}}
 
@@ -130,10 +133,13 @@ class LinkemuTest(BaseTest):
         self.switch.modify(dataplane.link_state_entries(
             {"downlink": probability, "uplink": probability}))
 
-    def send_spaced(self, src, dst, count, interval, length=100, first_seq=0):
-        """Sends `count` frames `interval` seconds apart (0: back to back)."""
+    def send_spaced(self, src, dst, count, interval, length=100, first_seq=0, at_start=None):
+        """Sends `count` frames `interval` seconds apart (0: back to back);
+        calls at_start() just before the first goes."""
         frames = [bytes(udp_frame(src, dst, seq, length))
                   for seq in range(first_seq, first_seq + count)]
+        if at_start:
+            at_start()
         start = time.time()
         for i, frame in enumerate(frames):
             pause = start + i * interval - time.time()

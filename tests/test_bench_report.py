@@ -47,7 +47,13 @@ def results(logging=False, p99=0.4, change_p99=1.5, emu_pps=20000):
                              "p99_ms": change_p99, "max_ms": change_p99,
                              "write_return": {"p50_ms": 2.0}},
             "zero_delay": sweep(emu_pps),
-            "held_cpu": [{"held": 10, "cores": 0.6}], "hold_floor": floor}}
+            "held_cpu": [{"held": 10, "cores": 0.6}], "hold_floor": floor,
+            "event_log": [
+                {"log": False, "frames": 600, "p50_ms": 0.5, "p99_ms": 2.0, "max_ms": 3.0,
+                 "cpu_s_per_frame_us": 80.0, "saturated_pps": 9000},
+                {"log": True, "frames": 600, "p50_ms": 0.6, "p99_ms": 2.5, "max_ms": 3.5,
+                 "cpu_s_per_frame_us": 95.0, "saturated_pps": 7000, "events": 1200,
+                 "log_check": {"released": 1200, "error_p99_us": 1500, "error_max_us": 2500}}]}}
 
 
 def test_targets_are_judged_only_up_to_20_mbits():
@@ -73,6 +79,7 @@ def test_report_folder_is_complete_and_warns_about_logging_builds(tmp_path):
     assert "Highest rate with delay p99 error <= 1 ms: 10 Mbit/s" in text
     assert "| 100 | 1.000 | 2.000 | 2.000 | 1.000 | 2.000 | 2.000 |" in text   # hold loop
     assert "| plain forwarding | 40000 | 30000 |" in text   # saturated
+    assert "| on | 600 | 0.600 | 2.500 | 3.500 | 95.0 | 7000 | 1200, 1.500, 2.500 |" in text
     assert json.loads((out / "report.json").read_text())["bmv2"]["logging_macros"] is True
     assert [p.name for p in tmp_path.iterdir()] == ["bench"]   # no staging left behind
 

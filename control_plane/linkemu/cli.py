@@ -15,7 +15,7 @@ from .p4runtime import P4RuntimeError, Switch
 from .profile import ProfileError, load_profile
 from .queue_monitor import QueueMonitor
 from .results import ResultsError
-from .state_driver import StateDriver, default_record_path
+from .state_driver import RateDriver, StateDriver, default_record_path
 
 
 def _check(args):
@@ -96,6 +96,17 @@ def _states(args):
         driver = StateDriver(switch, chain, segments, record_path=record)
         _until_interrupted(driver.run, args.duration)
     print(f"state changes applied: {driver.latency_summary()}; timeline in {record}")
+
+
+def _rates(args):
+    profile = load_profile(args.profile)
+    if not any(d.rate_schedule for d in profile.directions().values()):
+        raise ValueError(f"{args.profile}: no direction has rate_changes or a rate_trace")
+    record = args.record or default_record_path(profile.name, "rates")
+    with _connect(args) as switch:
+        driver = RateDriver(switch, profile, record_path=record)
+        _until_interrupted(driver.run, args.duration)
+    print(f"rate changes applied: {driver.latency_summary()}; record in {record}")
 
 
 def _until_interrupted(run, duration_s):
@@ -195,6 +206,15 @@ def build_parser():
                              "latency (default timeline-PROFILE-TIME.csv)")
     states.add_argument("--duration", type=float, help="seconds (default: until Ctrl-C)")
     states.set_defaults(run=_states)
+
+    rates = commands.add_parser(
+        "rates", help="step the profile's rate changes or rate trace on the switch in real time")
+    rates.add_argument("profile", metavar="PROFILE")
+    rates.add_argument("--record", metavar="CSV",
+                       help="where to write each change with its latency "
+                            "(default rates-PROFILE-TIME.csv)")
+    rates.add_argument("--duration", type=float, help="seconds (default: until Ctrl-C)")
+    rates.set_defaults(run=_rates)
 
     timeline = commands.add_parser(
         "timeline", help="draw a state timeline to replay later, without a switch")

@@ -101,6 +101,7 @@ SOJOURN_RAMP = "LinkemuIngress.sojourn_ramp.sojourn_ramp"
 JITTER = "LinkemuIngress.delay_variation.jitter"
 DELAY_SPIKES = "LinkemuIngress.delay_variation.delay_spikes"
 PACKET_FAULTS = "LinkemuIngress.packet_faults.packet_faults"
+EVENT_LOG = "LinkemuIngress.event_log.event_log"
 DUP_GROUP_BASE = 256   # p4src/v1model/linkemu.p4: group 256 + port sends to port twice
 SOJOURN_RAMP_STEPS = 32
 
@@ -108,7 +109,7 @@ SOJOURN_RAMP_STEPS = 32
 # Optional features of a direction, as in p4src/include/defines.p4.
 FEATURE_LOSS_MODEL = 1
 FEATURE_SOJOURN_RAMP = 2
-FEATURE_PRIORITY = 4
+FEATURE_DEFERRED = 4
 FEATURE_DELAY_VARIATION = 8
 FEATURE_PACKET_FAULTS = 16
 
@@ -117,30 +118,36 @@ def features(direction):
     """The features bitmap of a direction: the data plane skips the rest."""
     return ((FEATURE_LOSS_MODEL if direction.loss else 0)
             | (FEATURE_SOJOURN_RAMP if direction.sojourn_target_us else 0)
-            | (FEATURE_PRIORITY if direction.priority else 0)
+            | (FEATURE_DEFERRED if direction.priority or direction.rate_schedule else 0)
             | (FEATURE_DELAY_VARIATION if direction.jitter or direction.delay_spikes else 0)
             | (FEATURE_PACKET_FAULTS if direction.reorder or direction.duplicate
                or direction.corrupt else 0))
 
 
+def link_params_entry(name, direction, rate_bps, down=False):
+    """Direction `name`'s parameters at `rate_bps` (the rate over time changes
+    only that), or with the link down (an outage)."""
+    arq = direction.arq
+    return TableEntry(
+        table=LINK_PARAMS,
+        match={"m.dir": DIRECTION_IDS[name]},
+        action="LinkemuIngress.link_params.set_params",
+        params={
+            "byte_cost_q": byte_cost_q(rate_bps),
+            "overhead_bytes": direction.overhead_bytes,
+            "delay_us": direction.delay_us,
+            "stall_us": stall_us(direction),
+            "retx_delay_us": arq.delay_us if arq else 0,
+            "max_retx": arq.max_retransmissions if arq else 0,
+            "features": features(direction),
+            "down": int(down),
+        })
+
+
 def link_params_entries(profile):
-    entries = []
-    for name, direction in profile.directions().items():
-        arq = direction.arq
-        entries.append(TableEntry(
-            table=LINK_PARAMS,
-            match={"m.dir": DIRECTION_IDS[name]},
-            action="LinkemuIngress.link_params.set_params",
-            params={
-                "byte_cost_q": byte_cost_q(direction.rate_bps),
-                "overhead_bytes": direction.overhead_bytes,
-                "delay_us": direction.delay_us,
-                "stall_us": stall_us(direction),
-                "retx_delay_us": arq.delay_us if arq else 0,
-                "max_retx": arq.max_retransmissions if arq else 0,
-                "features": features(direction),
-            }))
-    return entries
+    """At the profile's rate: a RateDriver takes the rate over time from there."""
+    return [link_params_entry(name, direction, direction.rate_bps)
+            for name, direction in profile.directions().items()]
 
 
 @dataclass(frozen=True)
@@ -154,7 +161,7 @@ class ClassQueue:
     share: float | None
     red: object
     rate_bps: float | None
-    deferred: bool   # best effort behind a priority class
+    deferred: bool   # best effort behind a priority class, or under a varying rate
 
     def key(self):
         return {"m.dir": DIRECTION_IDS[self.direction], "m.cls": CLASS_IDS[self.cls]}
@@ -168,7 +175,7 @@ def class_queues(profile):
         p = d.priority
         queues.append(ClassQueue(name, "best_effort", d.queue_packets, d.queue_bytes,
                                  p.best_effort_share if p else None, d.red, d.rate_bps,
-                                 deferred=p is not None))
+                                 deferred=p is not None or d.rate_schedule is not None))
         if p:
             queues.append(ClassQueue(name, "priority", p.queue_packets, p.queue_bytes,
                                      p.share, p.red, d.rate_bps, deferred=False))
@@ -337,6 +344,12 @@ def sojourn_ramp_entries(profile):
                        priority=1)
             for name, direction in profile.directions().items() if direction.sojourn_target_us
             for low, high, p in sojourn_ramp(direction.sojourn_target_us)]
+
+
+def event_log_entries(directions):
+    """Entries that make `directions` log every packet's fate."""
+    return [TableEntry(EVENT_LOG, {"m.dir": DIRECTION_IDS[name]},
+                       "LinkemuIngress.event_log.log_events") for name in directions]
 
 
 def write_link_state(switch, state):

@@ -20,7 +20,8 @@ from .dataplane import Port, PortLayout
 from .link_states import walk
 from .p4runtime import Switch
 from .p4switch import LinkemuSwitch
-from .state_driver import StateDriver
+from .event_log import EventRecorder
+from .state_driver import RateDriver, StateDriver
 from .veth import host_interface_commands
 
 # The compiled program of this checkout (the package is installed editable).
@@ -48,12 +49,13 @@ def port_layout(net, fixed):
 
 @contextmanager
 def emulated_link(profile, fixed=1, mobile=1, grpc_port=9559, segments=None,
-                  record_path=None, drive_states=True):
-    """Starts the network with `profile` installed, and its link-state
-    timeline walking (drawn from the profile's seed, or `segments` when
-    given, recorded to `record_path`); stops all of it on exit. The
-    StateDriver is `net.state_driver` (None without link states, or when
-    `drive_states` is false and the caller drives them with state_driver())."""
+                  record_path=None, rates_path=None, events_path=None, drive=True):
+    """Starts the network with `profile` installed, its link-state timeline
+    walking (drawn from the profile's seed, or `segments` when given,
+    recorded to `record_path`), its rate changing over time (recorded to
+    `rates_path`) and, with `events_path`, every packet's fate logged there;
+    stops all of it on exit. The drivers are `net.drivers` (none when `drive`
+    is false and the caller drives with link_drivers())."""
     if fixed < 1 or mobile < 1 or fixed + mobile > 254:
         raise ValueError("need at least one host on each side and at most 254 hosts")
     net = Mininet(topo=LinkTopo(fixed=fixed, mobile=mobile), controller=None,
@@ -72,33 +74,48 @@ def emulated_link(profile, fixed=1, mobile=1, grpc_port=9559, segments=None,
         with Switch(f"127.0.0.1:{grpc_port}") as controller:
             dataplane.install(controller, BUILD / "linkemu.p4info.txtpb",
                               BUILD / "linkemu.json", port_layout(net, fixed), profile)
-        if not drive_states:
-            net.state_driver = None
+        if not drive:
+            net.drivers = []
             yield net
             return
-        with state_driver(profile, grpc_port, segments, record_path) as net.state_driver:
+        with link_drivers(profile, grpc_port, segments, record_path, rates_path,
+                          events_path) as net.drivers:
             yield net
     finally:
         net.stop()
 
 
 @contextmanager
-def state_driver(profile, grpc_port, segments, record_path):
-    """Walks the profile's link states in a thread, if it has any."""
-    if profile.states is None:
-        yield None
-        return
+def link_drivers(profile, grpc_port, segments, record_path, rates_path=None,
+                 events_path=None):
+    """Walks the profile's link states, steps its varying rate and records
+    the event log (with `events_path`), each in a thread, over one P4Runtime
+    connection: the primary, to which the switch sends the log's digests.
+    Yields the drivers running, the log already on."""
     with Switch(f"127.0.0.1:{grpc_port}") as controller:
-        driver = StateDriver(controller, profile.states,
-                             segments if segments is not None else walk(profile.states),
-                             record_path)
-        thread = threading.Thread(target=driver.run, name="link-states", daemon=True)
-        thread.start()
+        drivers = []
+        if profile.states is not None:
+            drivers.append(StateDriver(controller, profile.states,
+                                       segments if segments is not None
+                                       else walk(profile.states), record_path))
+        if any(d.rate_schedule for d in profile.directions().values()):
+            drivers.append(RateDriver(controller, profile, rates_path))
+        if events_path is not None:
+            drivers.append(EventRecorder(controller, events_path))
+        threads = [threading.Thread(target=d.run, name=type(d).__name__, daemon=True)
+                   for d in drivers]
+        for thread in threads:
+            thread.start()
+        for driver in drivers:
+            if isinstance(driver, EventRecorder):
+                driver.started.wait()
         try:
-            yield driver
+            yield drivers
         finally:
-            driver.stop()
-            thread.join()
+            for driver in drivers:
+                driver.stop()
+            for thread in threads:
+                thread.join()
 
 
 def quiet_host(host, mtu):

@@ -5,7 +5,9 @@ runs every cell of the matrix profile x tcp x workload `replications` times.
 Replication r of every cell meets the same link-state timeline (drawn from
 `seed + r`), so that TCP variants are compared on identical link behaviour.
 `short:` names a smaller batch (fewer replications, a subset of the matrix)
-that finishes in minutes.
+that finishes in minutes. `event_log:` logs every packet of every run and
+checks its release times ({threshold: 10ms, reject: true} fails a run with a
+packet released later than that).
 """
 
 import copy
@@ -19,6 +21,7 @@ import yaml
 
 from .fields import Section, boolean, choice, int_in, positive_time_us, text
 from .apps import PAGE_MIXES
+from .event_log import OVERSHOOT_US
 from .profile import DIRECTIONS, ProfileError, load_profile, parse_profile
 from .tcp_config import HostTcp, parse_host_tcp
 from .units import parse_rate, parse_size, parse_time_us
@@ -88,6 +91,16 @@ class Run:
 
 
 @dataclass(frozen=True)
+class EventLogCheck:
+    """Log every packet's fate in each run and check its release times: a
+    packet released more than `threshold_us` late fails the check, and with
+    `reject` the run fails (the same command runs it again)."""
+
+    threshold_us: int
+    reject: bool
+
+
+@dataclass(frozen=True)
 class Experiment:
     name: str
     description: str
@@ -101,6 +114,7 @@ class Experiment:
     seed: int
     run_timeout_s: float
     keep_captures: bool
+    event_log: EventLogCheck | None = None
 
     @property
     def hosts(self):
@@ -370,6 +384,16 @@ def _matrix(section, key, known, problems):
     return tuple(matrix)
 
 
+def _event_log(section):
+    if section is None:
+        return None
+    check = EventLogCheck(
+        threshold_us=section.field("threshold", positive_time_us, default=OVERSHOOT_US),
+        reject=section.field("reject", boolean, default=False))
+    section.reject_unknown()
+    return check
+
+
 def parse_experiment(data, source="experiment", base_dir=Path("."), short=False):
     """Validates parsed YAML into an Experiment, or raises ExperimentError.
     `short` applies the file's `short:` section."""
@@ -396,6 +420,7 @@ def parse_experiment(data, source="experiment", base_dir=Path("."), short=False)
     seed = top.field("seed", int_in(0, 2**62, "(seed)"), default=1)
     run_timeout_s = top.field("run_timeout", _positive_seconds, default=600.0)
     keep_captures = top.field("keep_captures", boolean, default=False)
+    event_log = _event_log(top.section("event_log", required=False))
     known = {"profile": tuple(profiles), "tcp": tuple(tcp), "workload": tuple(workloads)}
     matrix = _matrix(top, "matrix", known, problems)
     short_section = top.section("short", required=False)
@@ -414,7 +439,7 @@ def parse_experiment(data, source="experiment", base_dir=Path("."), short=False)
     return Experiment(name=name, description=description, fixed=fixed, mobile=mobile,
                       profiles=profiles, tcp=tcp, workloads=workloads, matrix=matrix,
                       replications=replications, seed=seed, run_timeout_s=run_timeout_s,
-                      keep_captures=keep_captures)
+                      keep_captures=keep_captures, event_log=event_log)
 
 
 def load_experiment(path, short=False):

@@ -88,3 +88,10 @@ def positive_time_us(value):
     if us <= 0:
         raise ValueError("must be longer than 0s")
     return us
+
+
+def non_negative_time_us(value):
+    us = parse_time_us(value)
+    if us < 0:
+        raise ValueError("must not be negative")
+    return us

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats
 
-from .fields import boolean, choice
+from .fields import boolean, choice, non_negative_time_us
 from .units import format_time_us, parse_time_us
 
 TABLE_SIZE = 1024   # the data plane's 10-bit index
@@ -93,13 +93,6 @@ def _table(value):
     return tuple(delays)
 
 
-def _non_negative_time_us(value):
-    us = parse_time_us(value)
-    if us < 0:
-        raise ValueError("must not be negative")
-    return us
-
-
 def read_jitter(section):
     if section is None:
         return None
@@ -107,7 +100,7 @@ def read_jitter(section):
     is_table = kind == "table"
     jitter = Jitter(
         distribution=kind,
-        jitter_us=0 if is_table else section.field("jitter", _non_negative_time_us,
+        jitter_us=0 if is_table else section.field("jitter", non_negative_time_us,
                                                    default=0, required=True),
         table_us=section.field("table", _table, default=(0,), required=True)
         if is_table else (),
@@ -124,6 +117,6 @@ def read_spikes(section, probability):
         return None
     spikes = DelaySpikes(
         probability=section.field("probability", probability, default=0.0, required=True),
-        length_us=section.field("length", _non_negative_time_us, default=0, required=True))
+        length_us=section.field("length", non_negative_time_us, default=0, required=True))
     section.reject_unknown()
     return spikes

@@ -76,7 +76,8 @@ class P4Info:
         self._tables = {t.preamble.name: t for t in message.tables}
         self._actions = {a.preamble.name: a for a in message.actions}
         self._counters = {c.preamble.name: c for c in message.counters}
-        for objects in (self._tables, self._actions, self._counters):
+        self._digests = {d.preamble.name: d for d in message.digests}
+        for objects in (self._tables, self._actions, self._counters, self._digests):
             for obj in list(objects.values()):
                 objects.setdefault(obj.preamble.alias, obj)
 
@@ -101,6 +102,14 @@ class P4Info:
 
     def counter(self, name):
         return self._lookup(self._counters, "counter", name)
+
+    def digest(self, name):
+        return self._lookup(self._digests, "digest", name)
+
+    def struct_members(self, digest):
+        """(name, bitwidth) of each member of a digest's struct, in order."""
+        struct = self.message.type_info.structs[digest.type_spec.struct.name]
+        return [(m.name, m.type_spec.bitstring.bit.bitwidth) for m in struct.members]
 
     def counter_names(self):
         return [c.preamble.name for c in self.message.counters]
@@ -156,6 +165,7 @@ class Switch:
         self._requests = None
         self._responses = None
         self._stream = None
+        self._digests = None
         self._p4info = None
 
     def __enter__(self):
@@ -177,6 +187,7 @@ class Switch:
         self._stub = p4runtime_pb2_grpc.P4RuntimeStub(self._channel)
         self._requests = queue.Queue()
         self._responses = queue.Queue()
+        self._digests = queue.Queue()
         self._stream = self._stub.StreamChannel(iter(self._requests.get, None))
         threading.Thread(target=self._read_stream, daemon=True).start()
         self._become_primary()
@@ -184,7 +195,10 @@ class Switch:
     def _read_stream(self):
         try:
             for response in self._stream:
-                self._responses.put(response)
+                if response.HasField("digest"):
+                    self._digests.put(response.digest)
+                else:
+                    self._responses.put(response)
         except grpc.RpcError as err:
             self._responses.put(err)
 
@@ -330,6 +344,46 @@ class Switch:
                     else p4runtime_pb2.Update.INSERT)
             updates.append((kind, entity))
         self.write(updates)
+
+    def enable_digest(self, name, max_list_size=256, max_timeout_ns=5_000_000):
+        """Asks the switch to stream digest `name` to this (primary) client, in
+        lists of up to `max_list_size` sent at least every `max_timeout_ns`."""
+        entity = p4runtime_pb2.Entity()
+        entry = entity.digest_entry
+        entry.digest_id = self.p4info.digest(name).preamble.id
+        entry.config.max_list_size = max_list_size
+        entry.config.max_timeout_ns = max_timeout_ns
+        entry.config.ack_timeout_ns = 1_000_000_000
+        try:
+            self.write([(p4runtime_pb2.Update.INSERT, entity)])
+        except P4RuntimeError as err:
+            if "ALREADY_EXISTS" not in str(err):
+                raise
+            self.write([(p4runtime_pb2.Update.MODIFY, entity)])
+
+    def disable_digest(self, name):
+        entity = p4runtime_pb2.Entity()
+        entity.digest_entry.digest_id = self.p4info.digest(name).preamble.id
+        self.write([(p4runtime_pb2.Update.DELETE, entity)])
+
+    def next_digests(self, name, timeout):
+        """The members of each struct of the next digest list (dicts of ints),
+        acknowledged; [] when none came within `timeout` seconds."""
+        digest = self.p4info.digest(name)
+        try:
+            message = self._digests.get(timeout=timeout)
+        except queue.Empty:
+            return []
+        ack = p4runtime_pb2.StreamMessageRequest()
+        ack.digest_ack.digest_id = message.digest_id
+        ack.digest_ack.list_id = message.list_id
+        self._requests.put(ack)
+        if message.digest_id != digest.preamble.id:
+            return []
+        members = [m for m, _ in self.p4info.struct_members(digest)]
+        return [{m: int.from_bytes(value.bitstring, "big")
+                 for m, value in zip(members, data.struct.members)}
+                for data in message.data]
 
     def read_counter(self, name):
         """All cells of an indexed counter."""

@@ -13,6 +13,7 @@ import yaml
 from .fields import Section, boolean, choice, int_in, positive_time_us, text
 from .jitter import DelaySpikes, Jitter, read_jitter, read_spikes
 from .link_states import Duration, LinkState, StateChain
+from .rate_schedule import read_rate_changes, read_rate_trace
 from .units import (format_rate, format_time_us, parse_rate, parse_size,
                     parse_time_us)
 
@@ -22,7 +23,8 @@ MAX_DELAY_US = 60 * 10**6
 DEFAULT_QUEUE_PACKETS = 1000  # Linux's default txqueuelen
 DIRECTIONS = ("downlink", "uplink")
 PROBABILITY_TOLERANCE = 1e-6
-# Best effort behind a priority class waits in a ring of this many packets
+# Best effort behind a priority class, or under a varying rate, waits in a
+# ring of this many packets
 # (DEFER_RING in p4src/v1model/linkemu.p4).
 MAX_DEFERRED_PACKETS = 1024
 PROTOCOLS = {"tcp": 6, "udp": 17, "icmp": 1, "icmpv6": 58}
@@ -130,6 +132,7 @@ class Direction:
     reorder: float = 0.0     # NetEm's packet faults: probability per packet
     duplicate: float = 0.0
     corrupt: float = 0.0
+    rate_schedule: object = None   # rate_schedule.RateSteps or RateTrace
 
     def describe(self):
         rate = "unlimited" if self.rate_bps is None else format_rate(self.rate_bps)
@@ -159,7 +162,7 @@ class Direction:
             text += f", ECT(1) sojourn ramp to {format_time_us(self.sojourn_target_us)}"
         if self.loss:
             text += f", loss model {self.loss}"
-        for extra in (self.jitter, self.delay_spikes):
+        for extra in (self.jitter, self.delay_spikes, self.rate_schedule):
             if extra:
                 text += f", {extra.describe()}"
         for fault in ("reorder", "duplicate", "corrupt"):
@@ -380,8 +383,16 @@ def _priority(section, mtu, rate_bps):
     return priority
 
 
-def _direction(section, mtu):
-    rate = section.field("rate", _rate)
+def _direction(section, mtu, base_dir):
+    schedule = read_rate_trace(section.section("rate_trace", required=False), base_dir)
+    if "rate_trace" in section.data and "rate" in section.data:
+        section.problems.append(f"{section.sub_path('rate')}: the rate_trace gives the rate; "
+                                "leave rate out")
+    if "rate_trace" in section.data and "rate_changes" in section.data:
+        section.problems.append(f"{section.sub_path('rate_changes')}: give rate_changes or "
+                                "rate_trace, not both")
+    rate = schedule.mean_rate_bps() if schedule else section.field("rate", _rate)
+    schedule = schedule or read_rate_changes(section, section.data.get("rate_changes"), _rate)
     direction = Direction(
         rate_bps=rate,
         delay_us=section.field("delay", _delay, default=0),
@@ -399,22 +410,27 @@ def _direction(section, mtu):
         reorder=section.field("reorder", _probability, default=0.0),
         duplicate=section.field("duplicate", _probability, default=0.0),
         corrupt=section.field("corrupt", _probability, default=0.0),
+        rate_schedule=schedule,
     )
     if direction.jitter and direction.jitter.reorder and direction.arq \
             and direction.arq.in_order:
         section.problems.append(
             f"{section.sub_path('jitter')}.reorder: cannot be combined with arq.in_order: "
             "in-order release holds every packet behind the one ahead of it")
-    if direction.priority is not None:
+    if direction.rate_schedule is not None and direction.priority is not None:
+        section.problems.append(f"{section.sub_path('priority')}: cannot be combined with a "
+                                "rate that changes over time")
+    if direction.priority is not None or direction.rate_schedule is not None:
         if direction.queue_packets is not None and \
                 direction.queue_packets > MAX_DEFERRED_PACKETS:
             section.problem(section.sub_path("queue"), direction.queue_packets,
-                            f"with a priority class, best effort queues at most "
-                            f"{MAX_DEFERRED_PACKETS} packets")
+                            f"with a priority class or a varying rate, best effort "
+                            f"queues at most {MAX_DEFERRED_PACKETS} packets")
         if direction.sojourn_target_us is not None:
             section.problems.append(
-                f"{section.sub_path('sojourn_ramp')}: cannot be combined with priority: "
-                "a best-effort packet's sojourn is known only when it leaves the queue")
+                f"{section.sub_path('sojourn_ramp')}: cannot be combined with priority or a "
+                "varying rate: a best-effort packet's sojourn is known only when it leaves "
+                "the queue")
     section.reject_unknown()
     return direction
 
@@ -499,14 +515,15 @@ def _states(section):
     return StateChain(start=start, states=states, seed=seed)
 
 
-def parse_profile(data, source="profile", default_name="profile"):
-    """Validates parsed YAML into a Profile, or raises ProfileError."""
+def parse_profile(data, source="profile", default_name="profile", base_dir="."):
+    """Validates parsed YAML into a Profile, or raises ProfileError; files it
+    names (rate traces) are relative to `base_dir`."""
     problems = []
     top = Section(data, "", problems)
     name = top.field("name", text, default=default_name)
     description = top.field("description", text, default="")
     mtu = top.field("mtu", int_in(68, 9000, "bytes"), default=1500)
-    directions = {d: _direction(top.section(d), mtu) for d in DIRECTIONS}
+    directions = {d: _direction(top.section(d), mtu, base_dir) for d in DIRECTIONS}
     states = _states(top.section("link_states", required=False))
     top.reject_unknown()
     if problems:
@@ -525,4 +542,4 @@ def load_profile(path):
         data = yaml.safe_load(text)
     except yaml.YAMLError as err:
         raise ProfileError(path, [f"not valid YAML: {err}"]) from err
-    return parse_profile(data, source=str(path), default_name=path.stem)
+    return parse_profile(data, source=str(path), default_name=path.stem, base_dir=path.parent)

@@ -11,7 +11,7 @@ import json
 from collections import defaultdict
 from dataclasses import asdict
 
-from . import flows
+from . import event_log, flows
 from .dataplane import DIRECTION_IDS
 
 # Counter -> cause, as reported per direction.
@@ -60,9 +60,22 @@ def compute(experiment, run, work, info):
                "link_states": _states(work / "timeline.csv",
                                       info["end_unix"] - info["start_unix"]),
                "counters": info["counters"], "scalars": scalars}
+    if experiment.event_log is not None:
+        metrics["event_log"] = _event_log(work / "events.csv", experiment.event_log, scalars)
     detail = {"packets": packets, "addresses": addresses, "ports": info["ports"],
               "connections": connections_by_flow}
     return metrics, detail
+
+
+def _event_log(path, check, scalars):
+    """Outcomes per cause and the release-time check of the run's event log."""
+    events = event_log.read_events(path)
+    timing = event_log.check_timing(events, check.threshold_us)
+    if timing.released:
+        scalars["release_error_p99_ms"] = timing.p99_us / 1e3
+        scalars["release_error_max_ms"] = timing.max_us / 1e3
+    return {"events": len(events), "outcomes": event_log.outcomes(events),
+            "timing": timing.as_dict()}
 
 
 def _connection(c):

@@ -22,7 +22,7 @@ from pathlib import Path
 from . import dataplane, plots, results, run_metrics, tcp_config
 from .bmv2 import free_tcp_port
 from .capture import Capture
-from .emunet import emulated_link, state_driver
+from .emunet import emulated_link, link_drivers
 from .link_states import walk
 from .p4runtime import Switch
 from .queue_monitor import QueueMonitor
@@ -80,7 +80,7 @@ def run_batch(experiment, out_dir, source_text):
         profile = experiment.profiles[profile_name]
         grpc_port = free_tcp_port()
         with emulated_link(profile, experiment.fixed, experiment.mobile, grpc_port,
-                           drive_states=False) as net:
+                           drive=False) as net:
             net.staticArp()  # no ARP exchange over the slow link inside a run
             with Switch(f"127.0.0.1:{grpc_port}") as switch:
                 for run in group:
@@ -122,6 +122,7 @@ class RunOnce:
                 computed, detail = run_metrics.compute(self.experiment, self.run, self.work,
                                                        info)
                 metrics.update(computed)
+                status = self._event_check(metrics) or status
                 if self.run.replication == 0:
                     plots.run_plots(self.work, metrics, detail)
             except Exception as err:  # one run's analysis must not end the batch
@@ -133,6 +134,19 @@ class RunOnce:
                     pcap.unlink()
         results.commit_run(self.out_dir, self.run, self.work, metrics)
         return status["status"] == "ok"
+
+    def _event_check(self, metrics):
+        """A failed status when the experiment rejects runs whose event log
+        shows a release later than its threshold."""
+        check = self.experiment.event_log
+        timing = metrics.get("event_log", {}).get("timing")
+        if check is None or not check.reject or timing is None or timing["passed"]:
+            return None
+        error = (f"event log: {timing['overshoots']} packets released more than "
+                 f"{check.threshold_us / 1e3:g} ms late (worst "
+                 f"{timing['error_max_us'] / 1e3:.1f} ms), {timing['early']} early")
+        metrics.update(status="failed", error=error)
+        return {"status": "failed", "error": error}
 
     # -- the steps of a run
 
@@ -154,16 +168,18 @@ class RunOnce:
         if self.profile.states is not None:
             segments = walk(self.profile.states, seed=self.experiment.seed + self.run.replication)
         try:
-            with state_driver(self.profile, self.grpc_port, segments,
-                              self.work / "timeline.csv") as driver:
+            events = self.work / "events.csv" if self.experiment.event_log else None
+            with link_drivers(self.profile, self.grpc_port, segments, self.work / "timeline.csv",
+                              self.work / "rates.csv", events) as drivers:
                 for index, flow in enumerate(self.flows):
                     self._start_server(index, flow, hosts)
                 start_unix = time.time()
                 deadline = time.monotonic() + self.experiment.run_timeout_s
                 self._run_clients(hosts, deadline)
                 self._drain(deadline)
-                if driver is not None and driver.error is not None:
-                    raise RunError(f"link-state driver failed: {driver.error}")
+                for driver in drivers:
+                    if driver.error is not None:
+                        raise RunError(f"{type(driver).__name__} failed: {driver.error}")
             end_unix = time.time()
         finally:
             monitor.stop()

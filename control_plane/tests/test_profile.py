@@ -255,7 +255,7 @@ def test_bad_priority(priority, fragment):
 def test_priority_limits_best_effort_and_rejects_what_it_cannot_do():
     data = priority_data()
     data["downlink"]["queue"] = 2000
-    assert any("downlink.queue: 2000: with a priority class, best effort queues at most 1024"
+    assert any("downlink.queue: 2000: with a priority class or a varying rate, best effort queues at most 1024"
                in p for p in problems_of(data))
     data = priority_data()
     data["downlink"]["rate"] = "unlimited"

@@ -24,9 +24,22 @@ const bit<32> NUM_QUEUES = 4;
 typedef bit<8> features_t;
 const features_t FEATURE_LOSS_MODEL   = 1;   // Bernoulli / Gilbert-Elliott loss
 const features_t FEATURE_SOJOURN_RAMP = 2;   // ECT(1) marking on queue sojourn
-const features_t FEATURE_PRIORITY     = 4;   // a priority split: deferred best effort
+const features_t FEATURE_DEFERRED     = 4;   // best effort starts late: a priority split, a varying rate
 const features_t FEATURE_DELAY_VARIATION = 8; // jitter or delay spikes
 const features_t FEATURE_PACKET_FAULTS = 16;  // reorder, duplicate, corrupt
+
+// What became of a packet, in the event log.
+const bit<8> EVENT_RELEASED        = 0;   // left the far end of the link
+const bit<8> EVENT_DROP_QUEUE      = 1;   // router queue full
+const bit<8> EVENT_DROP_AQM        = 2;   // RED
+const bit<8> EVENT_DROP_LOSS_MODEL = 3;   // Bernoulli / Gilbert-Elliott
+const bit<8> EVENT_DROP_LINK_ERROR = 4;   // link error, after ARQ if any
+// Flags of an event.
+const bit<8> EVENT_MARKED    = 1;   // CE marked (RED or the sojourn ramp)
+const bit<8> EVENT_HELD      = 2;   // held behind a retransmitted frame
+const bit<8> EVENT_AHEAD     = 4;   // sent ahead (reorder)
+const bit<8> EVENT_DUPLICATE = 8;   // released twice
+const bit<8> EVENT_CORRUPTED = 16;  // one bit flipped
 
 // Fractional bits of the virtual clock. Serialization cost per byte is pushed
 // as microseconds x 2^20, so 10 Gbit/s keeps 0.06 % precision without floats.

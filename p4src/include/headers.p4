@@ -66,6 +66,7 @@ struct link_params_t {
     time_us_t retx_delay_us;   // ARQ: an errored frame is drawn again this much later
     bit<8>    max_retx;        // ARQ: retransmissions before the frame is lost
     features_t features;       // FEATURE_* in use
+    bit<1>    down;            // an outage: nothing starts serialization
 }
 
 // The router queue of one traffic class, loaded from the queue_params table.
@@ -109,10 +110,27 @@ struct link_meta_t {
     @field_list(1) bit<32>     ticket;      // its place among the deferred packets
     @field_list(1) bit<1>      ahead;       // sent ahead (reorder): no place in link order
     @field_list(1) bit<1>      dup;         // released with a duplicate
+    @field_list(1) bit<1>      log;         // its direction logs events (EventLog)
+    @field_list(1) time_us_t   arrival_us;  // for the event log
+    @field_list(1) bit<8>      log_flags;   // EVENT_MARKED, EVENT_CORRUPTED so far
     bit<1>         admitted;
     bit<1>         released;
     link_params_t  params;
     queue_params_t queue;
+}
+
+// One packet's fate, as the event log reports it to the controller.
+struct event_t {
+    direction_t dir;
+    bit<8>      outcome;      // EVENT_RELEASED or EVENT_DROP_*
+    seq_t       seq;          // link order (0 for a drop on arrival)
+    bit<16>     length;       // L3 bytes
+    time_us_t   arrival_us;
+    time_us_t   start_us;     // serialization starts (0 for a drop on arrival)
+    time_us_t   due_us;       // requested release (0 for a drop on arrival)
+    time_us_t   event_us;     // actual release, or the drop
+    bit<8>      retx;         // ARQ retransmissions
+    bit<8>      flags;        // EVENT_MARKED | EVENT_HELD | ...
 }
 
 struct metadata_t {

@@ -12,8 +12,9 @@
 // 1024-packet recirculation queue); they are all = 0 mod 4, so one BMv2
 // egress worker serves them all, which keeps the loop on two threads.
 //
-// Deferred best effort (a profile's priority split): the waiting best-effort
-// packets of a direction are a ring of tickets with their arrival and costs;
+// Deferred best effort (a profile's priority split, or a rate that changes
+// over time): the waiting best-effort packets of a direction are a ring of
+// tickets with their arrival and sizes;
 // every event of the direction offers the head the link (BestEffortStart), and
 // a deferred packet picks its start and sequence number up from its slot.
 #include <core.p4>
@@ -35,6 +36,7 @@
 #include "../include/control/sojourn_ramp.p4"
 #include "../include/control/delay_variation.p4"
 #include "../include/control/packet_faults.p4"
+#include "../include/control/event_log.p4"
 
 const bit<32> INSTANCE_TYPE_RECIRC = 4;
 const bit<9>  HOLD_PORT_BASE = 448;   // 448, 452, .. 508: never attach these
@@ -51,6 +53,10 @@ const bit<32> DEFER_MASK = DEFER_RING - 1;
 bit<32> l3_length(in bit<32> frame_len) {
     return frame_len > ETH_HEADER_BYTES ? frame_len - ETH_HEADER_BYTES : 0;
 }
+
+// The latest egress pass of a logged packet: "now" for the event log, fresher
+// than a held packet's own last pass.
+register<time_us_t>(1) log_clock;
 
 bool has(in link_meta_t m, in features_t feature) {
     return m.params.features & feature != 0;
@@ -127,7 +133,8 @@ control LinkemuIngress(inout headers_t hdr, inout metadata_t meta,
     register<bit<32>>(NUM_DIRECTIONS) defer_head;         // next ticket to start
     register<bit<32>>(NUM_DIRECTIONS) defer_tail;         // next ticket to hand out
     register<time_us_t>(NUM_DIRECTIONS * DEFER_RING) defer_arrival;
-    register<time_q_t>(NUM_DIRECTIONS * DEFER_RING) defer_cost;
+    register<bit<32>>(NUM_DIRECTIONS * DEFER_RING) defer_bytes;     // link bytes
+    register<time_q_t>(NUM_DIRECTIONS * DEFER_RING) defer_cost;     // set when it starts
     register<time_q_t>(NUM_DIRECTIONS * DEFER_RING) defer_share_cost;
     register<time_q_t>(NUM_DIRECTIONS * DEFER_RING) defer_start;
     register<seq_t>(NUM_DIRECTIONS * DEFER_RING) defer_seq;
@@ -169,14 +176,37 @@ control LinkemuIngress(inout headers_t hdr, inout metadata_t meta,
     SojournRamp() sojourn_ramp;
     DelayVariation() delay_variation;
     PacketFaults() packet_faults;
+    EventLog() event_log;
+
+    // One digest per packet that entered the link, when its direction logs.
+    action log_event(bit<8> outcome, time_us_t at, bit<32> l3_len) {
+        bit<8> flags = meta.link.log_flags;
+        flags = flags | (meta.link.hol == 1 ? EVENT_HELD : 0);
+        flags = flags | (meta.link.ahead == 1 ? EVENT_AHEAD : 0);
+        flags = flags | (meta.link.dup == 1 ? EVENT_DUPLICATE : 0);
+        digest<event_t>(1, {meta.link.dir, outcome, meta.link.seq, (bit<16>) l3_len,
+                            meta.link.arrival_us, meta.link.start_us, meta.link.due_us, at,
+                            meta.link.retx, flags});
+    }
 
     apply {
         bool fresh = std.instance_type != INSTANCE_TYPE_RECIRC;
         // The hold loop's fast path: a held packet with nothing due goes
-        // straight round again. Most passes end here.
+        // straight round again. Most passes end here. A deferred packet
+        // sleeps until it heads its ring (then it looks every pass: its
+        // passes are events that settle it) or another event settled it.
         if (!fresh && meta.link.now_us < meta.link.wake_us) {
-            std.egress_spec = HOLD_PORT_BASE + (((bit<9>) meta.link.seq & HOLD_PORT_MASK) << 2);
-            return;
+            bool asleep = true;
+            if (meta.link.deferred == 1) {
+                bit<32> first;
+                defer_head.read(first, (bit<32>) meta.link.dir);
+                asleep = (int<32>) (meta.link.ticket - first) > 0;
+            }
+            if (asleep) {
+                std.egress_spec = HOLD_PORT_BASE +
+                                  (((bit<9>) meta.link.seq & HOLD_PORT_MASK) << 2);
+                return;
+            }
         }
         if (fresh) {
             bool known;
@@ -200,37 +230,41 @@ control LinkemuIngress(inout headers_t hdr, inout metadata_t meta,
 
         // Every event of the direction offers the link to the head of its
         // deferred best effort, before a new packet can claim it.
-        // A deferred packet left over from a profile without the split
+        // A deferred packet left over from a profile without deferral
         // settles itself on its own passes.
         bit<32> be_queue = dir << 1;
         bit<32> head = 0;
         bit<32> tail = 0;
-        if (has(meta.link, FEATURE_PRIORITY) || meta.link.deferred == 1) {
+        if (has(meta.link, FEATURE_DEFERRED) || meta.link.deferred == 1) {
             defer_head.read(head, dir);
             defer_tail.read(tail, dir);
         }
         if (head != tail) {
             bit<32> slot = defer_slot(meta.link, head);
             time_us_t arrival;
-            time_q_t cost;
+            bit<32> bytes;
             time_q_t share_cost;
             time_q_t free;
             time_q_t cap_free;
             defer_arrival.read(arrival, slot);
-            defer_cost.read(cost, slot);
+            defer_bytes.read(bytes, slot);
             defer_share_cost.read(share_cost, slot);
             link_free.read(free, dir);
             class_free.read(cap_free, be_queue);
             bool settled;
             time_q_t start;
-            best_effort_start.apply(now, free, cap_free, arrival, cost, share_cost,
-                                    settled, start, free, cap_free);
-            if (settled) {
+            time_q_t cost;
+            best_effort_start.apply(now, meta.link.params, free, cap_free, arrival, bytes,
+                                    share_cost, settled, start, cost, free, cap_free);
+            if (meta.link.params.down == 1) {
+                link_free.write(dir, free);
+            } else if (settled) {
                 seq_t seq;
                 next_seq.read(seq, dir);
                 next_seq.write(dir, seq + 1);
                 defer_seq.write(slot, seq);
                 defer_start.write(slot, start);
+                defer_cost.write(slot, cost);
                 link_free.write(dir, free);
                 class_free.write(be_queue, cap_free);
                 last_start.write(be_queue, (time_us_t) (start >> TIME_FRAC_BITS));
@@ -253,6 +287,8 @@ control LinkemuIngress(inout headers_t hdr, inout metadata_t meta,
 
         if (fresh) {
             link_in.count(dir);
+            event_log.apply(meta.link);
+            meta.link.arrival_us = now;
 
             bool lost = false;
             if (has(meta.link, FEATURE_LOSS_MODEL)) {
@@ -268,6 +304,9 @@ control LinkemuIngress(inout headers_t hdr, inout metadata_t meta,
             }
             if (lost) {
                 drop_loss_model.count(dir);
+                if (meta.link.log == 1) {
+                    log_event(EVENT_DROP_LOSS_MODEL, now, l3_length(std.packet_length));
+                }
                 mark_to_drop(std);
                 return;
             }
@@ -303,10 +342,14 @@ control LinkemuIngress(inout headers_t hdr, inout metadata_t meta,
             if (verdict == AQM_SIGNAL && use_ecn && capable) {
                 ecn_mark.apply(hdr);
                 ecn_marks.count(q);
+                meta.link.log_flags = meta.link.log_flags | EVENT_MARKED;
             } else if (verdict != AQM_PASS) {
                 drop_aqm.count(q);
                 if (capable) {
                     drop_aqm_ect.count(q);
+                }
+                if (meta.link.log == 1) {
+                    log_event(EVENT_DROP_AQM, now, l3_len);
                 }
                 mark_to_drop(std);
                 return;
@@ -336,17 +379,23 @@ control LinkemuIngress(inout headers_t hdr, inout metadata_t meta,
                              meta.link, free, cap_free, cost, share_cost);
             if (meta.link.admitted == 0) {
                 drop_queue.count(q);
+                if (meta.link.log == 1) {
+                    meta.link.start_us = 0;   // it never gets one
+                    meta.link.due_us = 0;
+                    log_event(EVENT_DROP_QUEUE, now, l3_len);
+                }
                 mark_to_drop(std);
                 return;
             }
             if (corrupt) {
                 corrupted.count(dir);
+                meta.link.log_flags = meta.link.log_flags | EVENT_CORRUPTED;
             }
             if (meta.link.deferred == 1) {
                 meta.link.ahead = 0;   // its delay is drawn when its start is settled
                 bit<32> slot = defer_slot(meta.link, tail);
                 defer_arrival.write(slot, now);
-                defer_cost.write(slot, cost);
+                defer_bytes.write(slot, l3_len + meta.link.params.overhead_bytes);
                 defer_share_cost.write(slot, share_cost);
                 defer_tail.write(dir, tail + 1);
                 meta.link.ticket = tail;
@@ -372,6 +421,7 @@ control LinkemuIngress(inout headers_t hdr, inout metadata_t meta,
                     if (ramp_mark && ect1) {
                         ecn_mark.apply(hdr);
                         ramp_marks.count(q);
+                        meta.link.log_flags = meta.link.log_flags | EVENT_MARKED;
                     }
                 }
             }
@@ -438,14 +488,21 @@ control LinkemuIngress(inout headers_t hdr, inout metadata_t meta,
             meta.link.hol = 1;
         }
 
+        if (meta.link.released == 1 && meta.link.log == 1) {
+            time_us_t clock;
+            log_clock.read(clock, 0);
+            log_event(meta.link.lost == 1 ? EVENT_DROP_LINK_ERROR : EVENT_RELEASED,
+                      clock > now ? clock : now, l3_length(std.packet_length));
+        }
         if (meta.link.released == 1 && meta.link.lost == 1) {
             drop_link_error.count(dir);
             mark_to_drop(std);
         } else if (meta.link.released == 0) {
             std.egress_spec = HOLD_PORT_BASE + (((bit<9>) meta.link.seq & HOLD_PORT_MASK) << 2);
             // Sleep until the next event: serialization starts, an error draw,
-            // the due instant. A packet waiting for its turn (in release
-            // order, or for a start as deferred best effort) looks every pass.
+            // the due instant (never, for a deferred packet: see the fast
+            // path). A packet waiting for its turn in release order looks
+            // every pass.
             time_us_t wake = meta.link.due_us;
             if (meta.link.link_done == 0 && meta.link.attempt_us < wake) {
                 wake = meta.link.attempt_us;
@@ -453,7 +510,7 @@ control LinkemuIngress(inout headers_t hdr, inout metadata_t meta,
             if (meta.link.queued == 1 && meta.link.start_us < wake) {
                 wake = meta.link.start_us;
             }
-            meta.link.wake_us = (blocked || meta.link.deferred == 1) ? 0 : wake;
+            meta.link.wake_us = blocked ? 0 : wake;
         } else if (meta.link.out_port != 0) {
             if (meta.link.dup == 1) {
                 duplicated.count(dir);
@@ -472,6 +529,9 @@ control LinkemuEgress(inout headers_t hdr, inout metadata_t meta,
     counter(NUM_DIRECTIONS, CounterType.packets_and_bytes) link_out;
 
     apply {
+        if (meta.link.log == 1) {
+            log_clock.write(0, std.egress_global_timestamp);
+        }
         if (meta.link.released == 1) {
             link_out.count((bit<32>) meta.link.dir);
         } else {

@@ -10,7 +10,9 @@
 // packets are already waiting, or when it would take the bytes waiting past
 // queue_bytes_limit. A best-effort packet behind a priority class cannot be
 // given its start yet (a priority packet arriving later may go first): it is
-// deferred, and BestEffortStart settles it. Pure arithmetic: the architecture
+// deferred, and BestEffortStart settles it. So is every best-effort packet of
+// a direction whose rate changes over time, which takes the rate in force
+// when it starts, and waits out an outage. Pure arithmetic: the architecture
 // glue reads and writes the state it is given.
 #ifndef LINKEMU_LINK_CLOCK_P4
 #define LINKEMU_LINK_CLOCK_P4
@@ -41,7 +43,7 @@ control LinkClock(in time_us_t arrival_us, in bit<32> l3_len,
         share_cost = bytes * (time_q_t) m.queue.share_cost_q;
 
         // Deferred packets ahead of it in its class keep it behind them.
-        bool defer = m.queue.deferred == 1 && (behind || start > now_q);
+        bool defer = m.queue.deferred == 1 && (behind || start > now_q || m.params.down == 1);
         bool waits = defer || start > now_q;
         bool full = queue_pkts >= m.queue.queue_limit ||
                     (m.queue.queue_bytes_limit != 0 &&

@@ -9,7 +9,7 @@ control LinkParams(inout link_meta_t m) {
     action set_params(bit<48> byte_cost_q, bit<32> overhead_bytes,
                       time_us_t delay_us, time_us_t stall_us,
                       time_us_t retx_delay_us, bit<8> max_retx,
-                      features_t features) {
+                      features_t features, bit<1> down) {
         m.params.byte_cost_q = byte_cost_q;
         m.params.overhead_bytes = overhead_bytes;
         m.params.delay_us = delay_us;
@@ -17,6 +17,7 @@ control LinkParams(inout link_meta_t m) {
         m.params.retx_delay_us = retx_delay_us;
         m.params.max_retx = max_retx;
         m.params.features = features;
+        m.params.down = down;
     }
 
     // Without an entry a direction is an ideal wire: no rate limit, no delay.
@@ -28,6 +29,7 @@ control LinkParams(inout link_meta_t m) {
         m.params.retx_delay_us = 0;
         m.params.max_retx = 0;
         m.params.features = 0;
+        m.params.down = 0;
     }
 
     table link_params {

@@ -1,0 +1,219 @@
+"""A direction's rate over time: scheduled steps, outages, Mahimahi traces.
+
+The controller steps the rate: at each change the RateDriver rewrites the
+direction's link_params entry (rate, or the link down for an outage), as the
+StateDriver does for link states. The data plane makes the change reach the
+packets already queued: every best-effort packet of such a direction is
+deferred (p4src/include/control/best_effort.p4), so it is serialized at the
+rate in force when it leaves the queue, not the one when it arrived; during
+an outage nothing starts, packets queue up to the queue's limit, and the
+queue drains at the next rate. What it cannot follow: a change lands one
+P4Runtime write after its instant (about 2-3 ms here), and the packet being
+serialized at that moment finishes at the old rate.
+
+In a profile's direction:
+
+    rate_changes:                    # in time order
+      - {at: 10s, rate: 2Mbit}
+      - {at: 20s, outage: 1500ms}    # nothing sent for 1.5 s, then the rate before
+    rate_trace: {file: lte.down, window: 10ms}     # or this
+
+A Mahimahi trace lists the millisecond of each 1500-byte delivery
+opportunity, one per line, non-decreasing, and repeats after its last line.
+The controller turns it into a rate per window (opportunities in the window
+x 1500 B x 8 / window); a window without any opportunity is an outage.
+"""
+
+import bisect
+from dataclasses import dataclass
+from pathlib import Path
+
+from .fields import Section, non_negative_time_us, positive_time_us, text
+from .units import format_rate, format_time_us, parse_time_us
+
+OPPORTUNITY_BYTES = 1500     # Mahimahi's delivery opportunity
+MIN_WINDOW_MS = 5            # a few P4Runtime writes' latency
+DEFAULT_WINDOW_MS = 10
+
+
+@dataclass(frozen=True)
+class RateSegment:
+    """From `start_us` on, the direction sends at `rate_bps`, or not at all."""
+
+    start_us: int
+    rate_bps: float | None   # None: unlimited
+    down: bool = False
+
+
+@dataclass(frozen=True)
+class RateSteps:
+    """Scheduled changes: (at_us, rate_bps) steps and (at_us, duration_us) outages."""
+
+    steps: tuple
+    outages: tuple
+
+    def segments(self, base_rate_bps):
+        """Every change in time order, starting from the profile's rate."""
+        bounds = sorted({0} | {at for at, _ in self.steps}
+                        | {t for at, length in self.outages for t in (at, at + length)})
+        previous = None
+        for t in bounds:
+            rate = base_rate_bps
+            for at, step_rate in self.steps:
+                if at <= t:
+                    rate = step_rate
+            down = any(at <= t < at + length for at, length in self.outages)
+            segment = RateSegment(t, rate, down)
+            if previous is None or (segment.rate_bps, segment.down) != (
+                    previous.rate_bps, previous.down):
+                yield segment
+            previous = segment
+
+    def describe(self):
+        parts = [(at, f"{format_rate(r) if r else 'unlimited'} at {format_time_us(at)}")
+                 for at, r in self.steps]
+        parts += [(at, f"outage of {format_time_us(length)} at {format_time_us(at)}")
+                  for at, length in self.outages]
+        return "rate changes: " + ", ".join(text for _, text in sorted(parts))
+
+
+@dataclass(frozen=True)
+class RateTrace:
+    """A Mahimahi trace: opportunity milliseconds, sorted; repeats with `period_ms`."""
+
+    path: str
+    opportunities_ms: tuple
+    window_ms: int
+
+    @property
+    def period_ms(self):
+        return self.opportunities_ms[-1]
+
+    def opportunities_before(self, ms):
+        """Opportunities at instants t + k x period (k >= 0) earlier than `ms`."""
+        laps, rest = divmod(ms, self.period_ms)
+        count = laps * len(self.opportunities_ms) + bisect.bisect_left(self.opportunities_ms,
+                                                                       rest)
+        if rest == 0 and laps > 0:
+            # The last line's opportunity of lap `laps` falls exactly on `ms`.
+            count -= self.opportunities_ms.count(self.period_ms)
+        return count
+
+    def mean_rate_bps(self):
+        return len(self.opportunities_ms) * OPPORTUNITY_BYTES * 8 / (self.period_ms / 1e3)
+
+    def window_rate_bps(self, index):
+        """The rate of window `index`, 0 for a window without opportunities."""
+        start = index * self.window_ms
+        count = self.opportunities_before(start + self.window_ms) - \
+            self.opportunities_before(start)
+        return count * OPPORTUNITY_BYTES * 8 / (self.window_ms / 1e3)
+
+    def segments(self, base_rate_bps=None):
+        """Endless: the trace repeats."""
+        previous = None
+        index = 0
+        while True:
+            rate = self.window_rate_bps(index)
+            segment = RateSegment(index * self.window_ms * 1000, rate or None, rate == 0)
+            if previous is None or (rate, segment.down) != previous:
+                yield segment
+            previous = (rate, segment.down)
+            index += 1
+
+    def describe(self):
+        return (f"rate trace {Path(self.path).name} (mean {format_rate(self.mean_rate_bps())}, "
+                f"period {self.period_ms} ms, {self.window_ms} ms windows)")
+
+
+def read_trace_file(path):
+    """Opportunity milliseconds of a Mahimahi trace, or ValueError saying where."""
+    try:
+        lines = Path(path).read_text().splitlines()
+    except OSError as err:
+        raise ValueError(f"cannot read {str(path)!r}: {err.strerror}") from err
+    except UnicodeDecodeError as err:
+        raise ValueError(f"{str(path)!r} is not a text file") from err
+    times = []
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            ms = int(line.strip())
+        except ValueError:
+            raise ValueError(f"{path}, line {number}: {line.strip()!r} is not a whole "
+                             "number of milliseconds") from None
+        if ms < 0:
+            raise ValueError(f"{path}, line {number}: {ms} is negative")
+        if times and ms < times[-1]:
+            raise ValueError(f"{path}, line {number}: {ms} comes after {times[-1]}; "
+                             "a trace's milliseconds never decrease")
+        times.append(ms)
+    if not times:
+        raise ValueError(f"{path}: empty; a trace needs at least one opportunity")
+    if times[-1] == 0:
+        raise ValueError(f"{path}: the last opportunity is at 0 ms; a trace repeats after "
+                         "its last line, so that must be later than 0")
+    return tuple(times)
+
+
+def _window_ms(value):
+    us = parse_time_us(value)
+    if us % 1000:
+        raise ValueError("expected whole milliseconds, a trace's resolution")
+    if us < MIN_WINDOW_MS * 1000:
+        raise ValueError(f"too short; at least {MIN_WINDOW_MS}ms, a few P4Runtime writes")
+    return us // 1000
+
+
+def read_rate_changes(section, items, rate):
+    """The `rate_changes` list of a direction section, or None if absent."""
+    section.known.add("rate_changes")
+    if items is None:
+        return None
+    path = section.sub_path("rate_changes")
+    if not isinstance(items, list) or not items:
+        section.problem(path, items, "expected a list of changes, e.g. "
+                        "[{at: 10s, rate: 2Mbit}, {at: 20s, outage: 1s}]")
+        return None
+    steps, outages = [], []
+    busy_until = -1
+    for i, item in enumerate(items):
+        entry = Section(item, f"{path}[{i}]", section.problems)
+        at = entry.field("at", non_negative_time_us, required=True)
+        step_rate = entry.field("rate", rate)
+        length = entry.field("outage", positive_time_us)
+        entry.reject_unknown()
+        if ("rate" in entry.data) == ("outage" in entry.data):
+            entry.problems.append(f"{entry.path}: give either rate or outage")
+            continue
+        if at is None:
+            continue
+        if at <= busy_until:
+            entry.problems.append(f"{entry.path}.at: {format_time_us(at)} is not after the "
+                                  "change before it (or that outage's end)")
+        if "rate" in entry.data:
+            steps.append((at, step_rate))
+            busy_until = at
+        elif length is not None:
+            outages.append((at, length))
+            busy_until = at + length - 1
+    return RateSteps(tuple(steps), tuple(outages))
+
+
+def read_rate_trace(section, base_dir):
+    """The `rate_trace` section of a direction section, or None if absent."""
+    if section is None:
+        return None
+    file = section.field("file", text, required=True)
+    window = section.field("window", _window_ms, default=DEFAULT_WINDOW_MS)
+    section.reject_unknown()
+    if file is None:
+        return None
+    path = Path(base_dir) / file
+    try:
+        opportunities = read_trace_file(path)
+    except ValueError as err:
+        section.problem(section.sub_path("file"), file, str(err))
+        return None
+    return RateTrace(str(path), opportunities, window)

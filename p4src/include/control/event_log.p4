@@ -1,0 +1,29 @@
+// Whether a direction logs every packet's fate (the controller inserts an
+// entry to turn it on). Looked up once per packet, on arrival; the packet
+// carries the answer, so with the log off a held packet's passes pay nothing.
+#ifndef LINKEMU_EVENT_LOG_P4
+#define LINKEMU_EVENT_LOG_P4
+
+#include "../headers.p4"
+
+control EventLog(inout link_meta_t m) {
+
+    action log_events() {
+        m.log = 1;
+    }
+
+    table event_log {
+        key = { m.dir : exact; }
+        actions = { log_events; @defaultonly NoAction; }
+        const default_action = NoAction;
+        size = 2;
+    }
+
+    apply {
+        m.log = 0;
+        m.log_flags = 0;
+        event_log.apply();
+    }
+}
+
+#endif

@@ -1,0 +1,82 @@
+"""PTF tests of the per-packet event log: it accounts for every frame sent
+(in = out + drops, per cause, as the counters say) and its times agree with
+kernel-timestamped captures on the test's own interfaces."""
+
+import threading
+
+import numpy as np
+
+from linkemu.event_log import EventRecorder, check_timing, outcomes, read_events
+from linkemu_base import FIXED_PORT, MOBILE_PORTS, LinkemuTest, frame_seq
+
+MOBILE = MOBILE_PORTS[0]
+COUNT = 400
+CAUSES = ("drop_queue", "drop_loss_model", "drop_link_error")
+
+
+class EventLogTest(LinkemuTest):
+    """Frames offered at twice a 2 Mbit/s link with a 10-packet queue, a
+    Bernoulli loss model and link errors: every fate occurs."""
+
+    def runTest(self):
+        self.push({"downlink": {"rate": "2Mbit", "delay": "20ms", "queue": 10,
+                                "loss": {"model": "bernoulli", "p": 0.05}}})
+        self.set_errors(0.1)
+        before = self.counters()
+        path = self.workdir / "events.csv"
+        recorder = EventRecorder(self.switch, path)
+        thread = threading.Thread(target=recorder.run)
+        thread.start()
+        recorder.started.wait()
+        try:
+            sent, received = self.timed(
+                FIXED_PORT, MOBILE, lambda: self.send_spaced(FIXED_PORT, MOBILE, COUNT, 0.001,
+                                                             500), wait=0.5)
+            self.wait_until_idle("downlink", timeout=5)
+        finally:
+            recorder.stop()
+            thread.join()
+        self.assertIsNone(recorder.error)
+        events = [e for e in read_events(path) if e.direction == "downlink"]
+
+        # Every frame sent is one event; every cause agrees with its counter.
+        self.assertEqual(len(sent), COUNT)
+        self.assertEqual(len(events), COUNT)
+        self.assertEqual(self.counter_delta(before, "link_in", "downlink"), COUNT)
+        counts = outcomes(events)["downlink"]
+        self.assertEqual(counts["released"], len(received))
+        self.assertEqual(counts["released"], self.counter_delta(before, "link_out", "downlink"))
+        for cause in CAUSES:
+            self.assertEqual(counts[cause], self.counter_delta(before, cause, "downlink"), cause)
+            self.assertGreater(counts[cause], 0, f"no {cause} in the test")
+        print(f"event outcomes: {counts}")
+
+        # Events in arrival order are the frames in sending order.
+        events.sort(key=lambda e: e.arrival_us)
+        sent_at = [f.ts for f in sent]
+        received_at = {frame_seq(f.data): f.ts for f in received}
+        released = {frame_seq(f.data): e for f, e in zip(sent, events) if e.released}
+        self.assertEqual(set(released), set(received_at))
+        # The log's arrivals keep the captures' spacing ...
+        arrivals = np.array([e.arrival_us for e in events]) / 1e6
+        spacing = np.diff(arrivals) - np.diff(sent_at)
+        # ... and its time through the link is the captured one.
+        through = np.array([(e.event_us - e.arrival_us) / 1e6 - (received_at[seq] - sent_at[seq])
+                            for seq, e in released.items()])
+        print(f"arrival spacing log - capture ms: p99 {np.quantile(abs(spacing), 0.99) * 1e3:.3f}; "
+              f"time through log - capture ms: median {np.median(through) * 1e3:.3f}, "
+              f"p1 {np.quantile(through, 0.01) * 1e3:.3f}, "
+              f"p99 {np.quantile(through, 0.99) * 1e3:.3f}")
+        self.assertLess(np.quantile(abs(spacing), 0.99), 0.001)
+        # The capture adds the veths and the switch's egress to the log's
+        # time through; the log never claims a frame left after it arrived.
+        self.assertLess(np.quantile(abs(through), 0.99), 0.002)
+        self.assertLess(through.max(), 0.0005)
+        timing = check_timing(events)
+        print(f"release error: {timing.as_dict()}")
+        self.assertEqual(timing.early, 0)
+        self.assertTrue(timing.passed)
+        for e in events:
+            if e.released:
+                self.assertLessEqual(e.arrival_us, e.start_us)
+                self.assertLess(e.start_us, e.due_us)
