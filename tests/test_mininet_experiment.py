@@ -24,17 +24,23 @@ LOSSY = {"name": "lossy-1mbit", "mtu": 1500,
              "error": {"downlink": 0.05, "uplink": 0},
              "duration": {"distribution": "static", "value": "1000s"},
              "next": {"lossy": 1}}}}}
+# S-WWW's optimal GPRS link with room for the client's FIN, ACK and next SYN
+# in the uplink queue: the study's queue of 1 drops one of them when they
+# meet, and a lost SYN costs a 1 s timeout that the prediction leaves out.
+GPRS = {"name": "gprs-q20", "mtu": 576,
+        "downlink": {"rate": "64kbit", "delay": "300ms", "queue": 20},
+        "uplink": {"rate": "64kbit", "delay": "300ms", "queue": 20}}
 # One page, one connection at a time; a window that never limits the
 # server, and no TCP options beyond the handshake's, so that the page's
 # time follows from the link alone.
 EXPERIMENT = {
     "name": "end-to-end", "profile_dir": str(ROOT / "profiles"),
-    "profiles": ["gprs-optimal", "lossy.yaml"],
+    "profiles": ["gprs.yaml", "lossy.yaml"],
     "tcp": {"open": {"initcwnd": 100, "initrwnd": 100, "timestamps": False,
                      "sack": True, "congestion_control": "reno"}},
     "workloads": {"page": [{"app": "http", "page": "s+2s", "parallel": 1}],
                   "bulk": [{"app": "bulk", "bytes": 300_000}]},
-    "matrix": [{"profile": ["gprs-optimal"], "workload": ["page"]},
+    "matrix": [{"profile": ["gprs-q20"], "workload": ["page"]},
                {"profile": ["lossy-1mbit"], "workload": ["bulk"]}],
     "replications": 1, "run_timeout": "120s"}
 
@@ -63,6 +69,7 @@ def predicted_page_s(rate_bps, delay_s, main, inline, mss=536, header=40):
 def finished(tmp_path_factory):
     folder = tmp_path_factory.mktemp("experiment")
     (folder / "lossy.yaml").write_text(yaml.safe_dump(LOSSY))
+    (folder / "gprs.yaml").write_text(yaml.safe_dump(GPRS))
     file = folder / "end-to-end.yaml"
     file.write_text(yaml.safe_dump(EXPERIMENT))
     out = folder / "results"
@@ -74,7 +81,7 @@ def finished(tmp_path_factory):
 
 def test_every_run_completes_with_its_tcp_settings_read_back(finished):
     _, _, runs = finished
-    assert set(runs) == {"gprs-optimal_open_page_r00", "lossy-1mbit_open_bulk_r00"}
+    assert set(runs) == {"gprs-q20_open_page_r00", "lossy-1mbit_open_bulk_r00"}
     for metrics in runs.values():
         assert metrics["status"] == "ok", metrics.get("error")
         for host in ("h1", "h2"):
@@ -85,7 +92,7 @@ def test_every_run_completes_with_its_tcp_settings_read_back(finished):
 
 def test_page_response_time_is_what_rate_delay_and_handshakes_predict(finished):
     _, _, runs = finished
-    page = runs["gprs-optimal_open_page_r00"]["flows"][0]
+    page = runs["gprs-q20_open_page_r00"]["flows"][0]
     main, inline = page_objects("s+2s")
     predicted = predicted_page_s(64_000, 0.3, main, inline)
     assert page["connections_count"] == 3
@@ -119,7 +126,7 @@ def test_results_folder_has_summary_and_plots(finished):
     assert "**complete**: 2 of 2 runs done" in summary
     assert "flow0.http.response_s" in summary and "flow0.bulk.throughput_bps" in summary
     assert "drops.downlink.link_error" in (out / "summary.csv").read_text()
-    for run in ("gprs-optimal_open_page_r00", "lossy-1mbit_open_bulk_r00"):
+    for run in ("gprs-q20_open_page_r00", "lossy-1mbit_open_bulk_r00"):
         folder = out / "runs" / run
         for plot in ("throughput.png", "queue.png", "time-sequence.png"):
             assert (folder / plot).stat().st_size > 1000
@@ -132,9 +139,9 @@ def test_a_second_run_resumes_without_redoing_finished_runs(finished, capsys):
     file, out, runs = finished
     assert cli.main(["experiment", "run", str(file), "--out", str(out)]) == 0
     assert "all 2 runs are done" in capsys.readouterr().err
-    again = json.loads((out / "runs" / "gprs-optimal_open_page_r00" / "metrics.json")
+    again = json.loads((out / "runs" / "gprs-q20_open_page_r00" / "metrics.json")
                        .read_text())
-    assert again == runs["gprs-optimal_open_page_r00"]
+    assert again == runs["gprs-q20_open_page_r00"]
 
 
 def test_a_changed_experiment_file_is_not_mixed_into_old_results(finished, capsys):
