@@ -112,9 +112,10 @@ class OutageTest(RateTest):
         for counter in ("drop_queue", "drop_link_error"):
             self.assertEqual(self.counter_delta(before, counter, "downlink"), 0, counter)
         origin = driver_origin(driver)
-        # The frames in flight when it starts still arrive: allow the delay
-        # and 5 ms for the clocks of driver and captures.
-        quiet = (outage[0] + delay_ms + 5, outage[1] + delay_ms - 5)
+        # The frames in flight when it starts still arrive, and one that
+        # started serialization before the write landed: allow that frame,
+        # the delay and 5 ms for the write and the clocks.
+        quiet = (outage[0] + 3.944 + delay_ms + 5, outage[1] + delay_ms - 5)
         offsets_ms = [(f.ts - origin) * 1e3 for f in received]
         during = [t for t in offsets_ms if quiet[0] <= t < quiet[1]]
         self.assertEqual(during, [], "frames left during the outage")
