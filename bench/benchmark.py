@@ -10,16 +10,16 @@ PNG plots. Method: docs/benchmark.md.
 
 import argparse
 import os
-import tempfile
 import platform
 import re
 import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 import threading
 import time
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 
 from scipy import stats
@@ -31,7 +31,7 @@ from linkemu.fidelity import compare, loss_bursts
 from linkemu.link_states import walk
 from linkemu.p4runtime import Switch
 from linkemu.profile import parse_profile
-from linkemu.state_driver import StateDriver
+from linkemu.state_driver import StateDriver, running
 from linkemu.testbed import veth_switch, veth_testbed
 
 from report import write_report
@@ -293,16 +293,11 @@ class Bench:
     @contextmanager
     def event_log(self, path):
         """The event log on for both directions, written to `path`."""
-        recorder = EventRecorder(self.controller, path)
-        thread = threading.Thread(target=recorder.run)
-        thread.start()
-        recorder.started.wait()
-        try:
-            yield recorder
-        finally:
-            self.wait_until_idle()
-            recorder.stop()
-            thread.join()
+        with running(EventRecorder(self.controller, path)):
+            try:
+                yield
+            finally:
+                self.wait_until_idle()   # every frame's event is in before the log stops
 
     def event_log_cost(self):
         """The loaded 10 Mbit/s, 20 ms cell and the saturated zero-delay rate
@@ -312,7 +307,7 @@ class Bench:
         with tempfile.TemporaryDirectory(prefix="linkemu-bench-") as folder:
             for on in (False, True):
                 path = Path(folder) / "events.csv"
-                with (self.event_log(path) if on else _nothing()):
+                with (self.event_log(path) if on else nullcontext()):
                     cpu = self.switch.cpu_seconds()
                     cell = self.delay_cell(10e6, 20, "loaded")
                     cpu = self.switch.cpu_seconds() - cpu
@@ -330,11 +325,6 @@ class Bench:
 
     def close(self):
         self.controller.close()
-
-
-@contextmanager
-def _nothing():
-    yield
 
 
 def build_info():

@@ -2,11 +2,10 @@
 (in = out + drops, per cause, as the counters say) and its times agree with
 kernel-timestamped captures on the test's own interfaces."""
 
-import threading
-
 import numpy as np
 
 from linkemu.event_log import EventRecorder, check_timing, outcomes, read_events
+from linkemu.state_driver import running
 from linkemu_base import FIXED_PORT, MOBILE_PORTS, LinkemuTest, frame_seq
 
 MOBILE = MOBILE_PORTS[0]
@@ -25,17 +24,11 @@ class EventLogTest(LinkemuTest):
         before = self.counters()
         path = self.workdir / "events.csv"
         recorder = EventRecorder(self.switch, path)
-        thread = threading.Thread(target=recorder.run)
-        thread.start()
-        recorder.started.wait()
-        try:
+        with running(recorder):
             sent, received = self.timed(
                 FIXED_PORT, MOBILE, lambda: self.send_spaced(FIXED_PORT, MOBILE, COUNT, 0.001,
                                                              500), wait=0.5)
             self.wait_until_idle("downlink", timeout=5)
-        finally:
-            recorder.stop()
-            thread.join()
         self.assertIsNone(recorder.error)
         events = [e for e in read_events(path) if e.direction == "downlink"]
 

@@ -11,6 +11,7 @@ from .jitter import delay_table
 from .p4runtime import MulticastGroup, Range, TableEntry, Ternary, mac_to_int
 
 DIRECTION_IDS = {"downlink": 0, "uplink": 1}
+DIRECTION_NAMES = {v: k for k, v in DIRECTION_IDS.items()}
 CLASS_IDS = {"best_effort": 0, "priority": 1}
 TIME_FRAC_BITS = 20           # p4src/include/defines.p4
 ETH_HEADER_BYTES = 14         # not part of the emulated link (defines.p4)
@@ -487,15 +488,14 @@ def read_counters(switch):
     The router queue's counters also have a cell per class, keyed
     "direction/class" (e.g. "downlink/priority"); the direction's cell is the
     sum of its classes."""
-    directions = {v: k for k, v in DIRECTION_IDS.items()}
     queues = {queue_index(d, c): (d, f"{d}/{c}") for d in DIRECTION_IDS for c in CLASS_IDS}
     counters = {}
     for name in COUNTERS:
         cells = {}
         for c in switch.read_counter(name):
             if name not in QUEUE_COUNTERS:
-                if c.index in directions:
-                    cells[directions[c.index]] = (c.packets, c.bytes)
+                if c.index in DIRECTION_NAMES:
+                    cells[DIRECTION_NAMES[c.index]] = (c.packets, c.bytes)
                 continue
             if c.index not in queues:
                 continue

@@ -8,7 +8,6 @@ offload off and the profile's MTU.
 """
 
 import os
-import threading
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -21,7 +20,7 @@ from .link_states import walk
 from .p4runtime import Switch
 from .p4switch import LinkemuSwitch
 from .event_log import EventRecorder
-from .state_driver import RateDriver, StateDriver
+from .state_driver import RateDriver, StateDriver, running
 from .veth import host_interface_commands
 
 # The compiled program of this checkout (the package is installed editable).
@@ -91,31 +90,25 @@ def link_drivers(profile, grpc_port, segments, record_path, rates_path=None,
     """Walks the profile's link states, steps its varying rate and records
     the event log (with `events_path`), each in a thread, over one P4Runtime
     connection: the primary, to which the switch sends the log's digests.
-    Yields the drivers running, the log already on."""
+    Yields the drivers running, the log already on; with nothing to drive,
+    none, and no connection that would take the switch's primacy."""
+    states = profile.states is not None
+    rates = any(d.rate_schedule for d in profile.directions().values())
+    if not (states or rates or events_path):
+        yield []
+        return
     with Switch(f"127.0.0.1:{grpc_port}") as controller:
         drivers = []
-        if profile.states is not None:
+        if states:
             drivers.append(StateDriver(controller, profile.states,
                                        segments if segments is not None
                                        else walk(profile.states), record_path))
-        if any(d.rate_schedule for d in profile.directions().values()):
+        if rates:
             drivers.append(RateDriver(controller, profile, rates_path))
         if events_path is not None:
             drivers.append(EventRecorder(controller, events_path))
-        threads = [threading.Thread(target=d.run, name=type(d).__name__, daemon=True)
-                   for d in drivers]
-        for thread in threads:
-            thread.start()
-        for driver in drivers:
-            if isinstance(driver, EventRecorder):
-                driver.started.wait()
-        try:
+        with running(*drivers):
             yield drivers
-        finally:
-            for driver in drivers:
-                driver.stop()
-            for thread in threads:
-                thread.join()
 
 
 def quiet_host(host, mtu):

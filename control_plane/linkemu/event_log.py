@@ -60,12 +60,9 @@ class Event:
 
 
 def event_from_digest(members):
-    directions = {v: k for k, v in dataplane.DIRECTION_IDS.items()}
-    return Event(direction=directions[members["dir"]], outcome=OUTCOMES[members["outcome"]],
-                 seq=members["seq"], length=members["length"],
-                 arrival_us=members["arrival_us"], start_us=members["start_us"],
-                 due_us=members["due_us"], event_us=members["event_us"],
-                 retx=members["retx"], flags=members["flags"])
+    """An Event of an event_t digest's members (named as FIELDS, but `dir`)."""
+    return Event(dataplane.DIRECTION_NAMES[members["dir"]], OUTCOMES[members["outcome"]],
+                 *(members[name] for name in FIELDS[2:]))
 
 
 def read_events(path):

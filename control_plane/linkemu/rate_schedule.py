@@ -25,6 +25,7 @@ x 1500 B x 8 / window); a window without any opportunity is an outage.
 """
 
 import bisect
+import itertools
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -45,6 +46,15 @@ class RateSegment:
     down: bool = False
 
 
+def _changes(segments):
+    """The segments that change the rate or the link's state, in order."""
+    previous = None
+    for segment in segments:
+        if previous is None or (segment.rate_bps, segment.down) != previous:
+            yield segment
+        previous = (segment.rate_bps, segment.down)
+
+
 @dataclass(frozen=True)
 class RateSteps:
     """Scheduled changes: (at_us, rate_bps) steps and (at_us, duration_us) outages."""
@@ -56,18 +66,13 @@ class RateSteps:
         """Every change in time order, starting from the profile's rate."""
         bounds = sorted({0} | {at for at, _ in self.steps}
                         | {t for at, length in self.outages for t in (at, at + length)})
-        previous = None
-        for t in bounds:
-            rate = base_rate_bps
-            for at, step_rate in self.steps:
-                if at <= t:
-                    rate = step_rate
-            down = any(at <= t < at + length for at, length in self.outages)
-            segment = RateSegment(t, rate, down)
-            if previous is None or (segment.rate_bps, segment.down) != (
-                    previous.rate_bps, previous.down):
-                yield segment
-            previous = segment
+
+        def at(t):
+            rate = next((r for start, r in reversed(self.steps) if start <= t), base_rate_bps)
+            down = any(start <= t < start + length for start, length in self.outages)
+            return RateSegment(t, rate, down)
+
+        return _changes(at(t) for t in bounds)
 
     def describe(self):
         parts = [(at, f"{format_rate(r) if r else 'unlimited'} at {format_time_us(at)}")
@@ -111,15 +116,11 @@ class RateTrace:
 
     def segments(self, base_rate_bps=None):
         """Endless: the trace repeats."""
-        previous = None
-        index = 0
-        while True:
+        def window(index):
             rate = self.window_rate_bps(index)
-            segment = RateSegment(index * self.window_ms * 1000, rate or None, rate == 0)
-            if previous is None or (rate, segment.down) != previous:
-                yield segment
-            previous = (rate, segment.down)
-            index += 1
+            return RateSegment(index * self.window_ms * 1000, rate or None, rate == 0)
+
+        return _changes(map(window, itertools.count()))
 
     def describe(self):
         return (f"rate trace {Path(self.path).name} (mean {format_rate(self.mean_rate_bps())}, "

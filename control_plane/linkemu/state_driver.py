@@ -11,6 +11,7 @@ import heapq
 import statistics
 import threading
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 from . import dataplane
@@ -43,6 +44,7 @@ class ScheduleDriver:
         self.record_path = record_path
         self.applied = []
         self.error = None
+        self.started = threading.Event()
         self.stopping = threading.Event()
 
     def start_us(self, change):
@@ -57,6 +59,7 @@ class ScheduleDriver:
     def run(self, duration_s=None):
         """Until the changes end, `duration_s` passes, or stop() is called.
         A failure to write ends the walk; it is kept in `error` and raised."""
+        self.started.set()
         record = open(self.record_path, "w", newline="") if self.record_path else None
         writer = csv.writer(record) if record else None
         if writer:
@@ -96,6 +99,25 @@ class ScheduleDriver:
         return {"changes": len(latencies), "p50_ms": statistics.median(latencies),
                 "p99_ms": latencies[min(len(latencies) - 1, int(0.99 * len(latencies)))],
                 "max_ms": latencies[-1]}
+
+
+@contextmanager
+def running(*drivers):
+    """Runs each driver (a ScheduleDriver or an EventRecorder) in a thread of
+    its own, once each has started; stops and joins them all on exit."""
+    threads = [threading.Thread(target=d.run, name=type(d).__name__, daemon=True)
+               for d in drivers]
+    for thread in threads:
+        thread.start()
+    for driver in drivers:
+        driver.started.wait()
+    try:
+        yield drivers
+    finally:
+        for driver in drivers:
+            driver.stop()
+        for thread in threads:
+            thread.join()
 
 
 class StateDriver(ScheduleDriver):
