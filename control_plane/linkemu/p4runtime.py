@@ -347,13 +347,19 @@ class Switch:
 
     def enable_digest(self, name, max_list_size=256, max_timeout_ns=5_000_000):
         """Asks the switch to stream digest `name` to this (primary) client, in
-        lists of up to `max_list_size` sent at least every `max_timeout_ns`."""
+        lists of up to `max_list_size` sent at least every `max_timeout_ns`.
+
+        Every sample is sent: no ack timeout, so the switch keeps no cache of
+        samples it suppresses until acknowledged. Two identical events are
+        both reported, and deleting the digest can never find a cache in use
+        (PI's DigestData::reset asserts it is empty, and a sample still being
+        gathered into a list aborted the switch when the event log stopped)."""
         entity = p4runtime_pb2.Entity()
         entry = entity.digest_entry
         entry.digest_id = self.p4info.digest(name).preamble.id
         entry.config.max_list_size = max_list_size
         entry.config.max_timeout_ns = max_timeout_ns
-        entry.config.ack_timeout_ns = 1_000_000_000
+        entry.config.ack_timeout_ns = 0
         try:
             self.write([(p4runtime_pb2.Update.INSERT, entity)])
         except P4RuntimeError as err:

@@ -94,6 +94,18 @@ def test_digest_lists_are_decoded_and_acknowledged():
     assert switch.next_digests("event_t", timeout=0.01) == []
 
 
+def test_every_digest_sample_is_sent_with_no_cache_to_flush():
+    switch = Switch()
+    switch._p4info = digest_p4info()
+    writes = []
+    switch.write = writes.append
+    switch.enable_digest("event_t")
+    [(kind, entity)] = writes[0]
+    config = entity.digest_entry.config
+    assert kind == p4runtime_pb2.Update.INSERT and entity.digest_entry.digest_id == 7
+    assert config.ack_timeout_ns == 0 and config.max_list_size > 1
+
+
 class DigestSwitch:
     """Hands out digest lists, and records what the recorder writes."""
 
