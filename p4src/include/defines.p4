@@ -18,6 +18,10 @@ const bit<1>  CLASS_BEST_EFFORT = 0;
 const bit<1>  CLASS_PRIORITY = 1;
 const bit<32> NUM_QUEUES = 4;
 
+bit<32> queue_index(in direction_t dir, in bit<1> cls) {
+    return ((bit<32>) dir << 1) | (bit<32>) cls;
+}
+
 // Optional features of a direction (link_params' features bitmap): an
 // interpreter such as BMv2 pays for every register access and random draw,
 // so what a profile does not use is skipped.

@@ -105,6 +105,7 @@ struct link_meta_t {
     @field_list(1) bit<1>      lost;        // failed every attempt; dropped in its turn
     @field_list(1) bit<1>      hol;         // counted as held behind a retransmission
     @field_list(1) time_us_t   wake_us;     // nothing changes for it before this
+    @field_list(1) bit<1>      turn;        // due, waits for its turn in release order
     @field_list(1) bit<1>      cls;         // traffic class: 0 best effort, 1 priority
     @field_list(1) bit<1>      deferred;    // waits for the scheduler to give it a start
     @field_list(1) bit<32>     ticket;      // its place among the deferred packets
@@ -115,6 +116,13 @@ struct link_meta_t {
     @field_list(1) bit<8>      log_flags;   // EVENT_MARKED, EVENT_CORRUPTED so far
     bit<1>         admitted;
     bit<1>         released;
+    // Register indices of this pass, set by table actions (link_params,
+    // queue_params). A value computed in the control would be copied into a
+    // temporary of its own at every register access, and BMv2 resets every
+    // metadata field, temporaries included, on every pass of every packet.
+    bit<32>        dir_index;
+    bit<32>        be_index;    // the direction's best-effort queue
+    bit<32>        q_index;     // the packet's own queue: direction x 2 + class
     link_params_t  params;
     queue_params_t queue;
 }

@@ -62,10 +62,6 @@ bool has(in link_meta_t m, in features_t feature) {
     return m.params.features & feature != 0;
 }
 
-bit<32> queue_index(in link_meta_t m) {
-    return ((bit<32>) m.dir << 1) | (bit<32>) m.cls;
-}
-
 bit<32> defer_slot(in link_meta_t m, in bit<32> ticket) {
     return ((bit<32>) m.dir * DEFER_RING) | (ticket & DEFER_MASK);
 }
@@ -194,13 +190,19 @@ control LinkemuIngress(inout headers_t hdr, inout metadata_t meta,
         // The hold loop's fast path: a held packet with nothing due goes
         // straight round again. Most passes end here. A deferred packet
         // sleeps until it heads its ring (then it looks every pass: its
-        // passes are events that settle it) or another event settled it.
+        // passes are events that settle it) or another event settled it; a
+        // due packet waiting for its turn in release order sleeps until its
+        // turn comes or it gives up waiting.
         if (!fresh && meta.link.now_us < meta.link.wake_us) {
             bool asleep = true;
             if (meta.link.deferred == 1) {
                 bit<32> first;
                 defer_head.read(first, (bit<32>) meta.link.dir);
                 asleep = (int<32>) (meta.link.ticket - first) > 0;
+            } else if (meta.link.turn == 1) {
+                seq_t next;
+                next_release.read(next, (bit<32>) meta.link.dir);
+                asleep = (int<32>) (meta.link.seq - next) > 0;
             }
             if (asleep) {
                 std.egress_spec = HOLD_PORT_BASE +
@@ -216,13 +218,12 @@ control LinkemuIngress(inout headers_t hdr, inout metadata_t meta,
                 return;
             }
         }
-        bit<32> dir = (bit<32>) meta.link.dir;
+        link_params.apply(meta.link);
         if (fresh && !hdr.ethernet.isValid()) {
-            drop_malformed.count(dir);
+            drop_malformed.count(meta.link.dir_index);
             mark_to_drop(std);
             return;
         }
-        link_params.apply(meta.link);
 
         // "Now": arrival for a new packet, the last egress pass for a held one
         // (a recirculated packet keeps a stale ingress timestamp).
@@ -232,12 +233,11 @@ control LinkemuIngress(inout headers_t hdr, inout metadata_t meta,
         // deferred best effort, before a new packet can claim it.
         // A deferred packet left over from a profile without deferral
         // settles itself on its own passes.
-        bit<32> be_queue = dir << 1;
         bit<32> head = 0;
         bit<32> tail = 0;
         if (has(meta.link, FEATURE_DEFERRED) || meta.link.deferred == 1) {
-            defer_head.read(head, dir);
-            defer_tail.read(tail, dir);
+            defer_head.read(head, meta.link.dir_index);
+            defer_tail.read(tail, meta.link.dir_index);
         }
         if (head != tail) {
             bit<32> slot = defer_slot(meta.link, head);
@@ -249,27 +249,27 @@ control LinkemuIngress(inout headers_t hdr, inout metadata_t meta,
             defer_arrival.read(arrival, slot);
             defer_bytes.read(bytes, slot);
             defer_share_cost.read(share_cost, slot);
-            link_free.read(free, dir);
-            class_free.read(cap_free, be_queue);
+            link_free.read(free, meta.link.dir_index);
+            class_free.read(cap_free, meta.link.be_index);
             bool settled;
             time_q_t start;
             time_q_t cost;
             best_effort_start.apply(now, meta.link.params, free, cap_free, arrival, bytes,
                                     share_cost, settled, start, cost, free, cap_free);
             if (meta.link.params.down == 1) {
-                link_free.write(dir, free);
+                link_free.write(meta.link.dir_index, free);
             } else if (settled) {
                 seq_t seq;
-                next_seq.read(seq, dir);
-                next_seq.write(dir, seq + 1);
+                next_seq.read(seq, meta.link.dir_index);
+                next_seq.write(meta.link.dir_index, seq + 1);
                 defer_seq.write(slot, seq);
                 defer_start.write(slot, start);
                 defer_cost.write(slot, cost);
-                link_free.write(dir, free);
-                class_free.write(be_queue, cap_free);
-                last_start.write(be_queue, (time_us_t) (start >> TIME_FRAC_BITS));
+                link_free.write(meta.link.dir_index, free);
+                class_free.write(meta.link.be_index, cap_free);
+                last_start.write(meta.link.be_index, (time_us_t) (start >> TIME_FRAC_BITS));
                 head = head + 1;
-                defer_head.write(dir, head);
+                defer_head.write(meta.link.dir_index, head);
             }
         }
 
@@ -286,7 +286,7 @@ control LinkemuIngress(inout headers_t hdr, inout metadata_t meta,
         }
 
         if (fresh) {
-            link_in.count(dir);
+            link_in.count(meta.link.dir_index);
             event_log.apply(meta.link);
             meta.link.arrival_us = now;
 
@@ -296,14 +296,14 @@ control LinkemuIngress(inout headers_t hdr, inout metadata_t meta,
                 bit<1> new_bad;
                 bit<16> rand_move;
                 bit<16> rand_loss;
-                loss_bad.read(bad, dir);
+                loss_bad.read(bad, meta.link.dir_index);
                 random(rand_move, 0, 0xffff);
                 random(rand_loss, 0, 0xffff);
                 loss_model.apply(rand_move, rand_loss, bad, meta.link, new_bad, lost);
-                loss_bad.write(dir, new_bad);
+                loss_bad.write(meta.link.dir_index, new_bad);
             }
             if (lost) {
-                drop_loss_model.count(dir);
+                drop_loss_model.count(meta.link.dir_index);
                 if (meta.link.log == 1) {
                     log_event(EVENT_DROP_LOSS_MODEL, now, l3_length(std.packet_length));
                 }
@@ -312,41 +312,40 @@ control LinkemuIngress(inout headers_t hdr, inout metadata_t meta,
             }
 
             traffic_class.apply(hdr, meta.link);
-            bit<32> q = queue_index(meta.link);
             bit<32> l3_len = l3_length(std.packet_length);
             bit<32> waiting;
             bit<32> waiting_bytes;
             time_us_t empty_since;
-            queue_pkts.read(waiting, q);
-            queue_bytes.read(waiting_bytes, q);
-            last_start.read(empty_since, q);
+            queue_pkts.read(waiting, meta.link.q_index);
+            queue_bytes.read(waiting_bytes, meta.link.q_index);
+            last_start.read(empty_since, meta.link.q_index);
 
             bit<2> verdict = AQM_PASS;
             bool use_ecn = false;
             if (meta.link.queue.aqm == 1) {
                 red_state_t aqm;
                 bit<16> rand_aqm;
-                red_avg.read(aqm.avg, q);
-                red_count.read(aqm.count, q);
-                red_target.read(aqm.target, q);
+                red_avg.read(aqm.avg, meta.link.q_index);
+                red_count.read(aqm.count, meta.link.q_index);
+                red_target.read(aqm.target, meta.link.q_index);
                 random(rand_aqm, 0, 0xffff);
                 red.apply(waiting, waiting_bytes, now - empty_since, rand_aqm, meta.link, aqm,
                           verdict, use_ecn);
-                red_avg.write(q, aqm.avg);
-                red_count.write(q, aqm.count);
-                red_target.write(q, aqm.target);
+                red_avg.write(meta.link.q_index, aqm.avg);
+                red_count.write(meta.link.q_index, aqm.count);
+                red_target.write(meta.link.q_index, aqm.target);
             }
             bool capable;
             bool ect1;
             ecn_capable.apply(hdr, capable, ect1);
             if (verdict == AQM_SIGNAL && use_ecn && capable) {
                 ecn_mark.apply(hdr);
-                ecn_marks.count(q);
+                ecn_marks.count(meta.link.q_index);
                 meta.link.log_flags = meta.link.log_flags | EVENT_MARKED;
             } else if (verdict != AQM_PASS) {
-                drop_aqm.count(q);
+                drop_aqm.count(meta.link.q_index);
                 if (capable) {
-                    drop_aqm_ect.count(q);
+                    drop_aqm_ect.count(meta.link.q_index);
                 }
                 if (meta.link.log == 1) {
                     log_event(EVENT_DROP_AQM, now, l3_len);
@@ -373,12 +372,12 @@ control LinkemuIngress(inout headers_t hdr, inout metadata_t meta,
             time_q_t cap_free;
             time_q_t cost;
             time_q_t share_cost;
-            link_free.read(free, dir);
-            class_free.read(cap_free, q);
+            link_free.read(free, meta.link.dir_index);
+            class_free.read(cap_free, meta.link.q_index);
             link_clock.apply(now, l3_len, free, cap_free, head != tail, waiting, waiting_bytes,
                              meta.link, free, cap_free, cost, share_cost);
             if (meta.link.admitted == 0) {
-                drop_queue.count(q);
+                drop_queue.count(meta.link.q_index);
                 if (meta.link.log == 1) {
                     meta.link.start_us = 0;   // it never gets one
                     meta.link.due_us = 0;
@@ -388,7 +387,7 @@ control LinkemuIngress(inout headers_t hdr, inout metadata_t meta,
                 return;
             }
             if (corrupt) {
-                corrupted.count(dir);
+                corrupted.count(meta.link.dir_index);
                 meta.link.log_flags = meta.link.log_flags | EVENT_CORRUPTED;
             }
             if (meta.link.deferred == 1) {
@@ -397,20 +396,20 @@ control LinkemuIngress(inout headers_t hdr, inout metadata_t meta,
                 defer_arrival.write(slot, now);
                 defer_bytes.write(slot, l3_len + meta.link.params.overhead_bytes);
                 defer_share_cost.write(slot, share_cost);
-                defer_tail.write(dir, tail + 1);
+                defer_tail.write(meta.link.dir_index, tail + 1);
                 meta.link.ticket = tail;
                 meta.link.seq = tail;   // spreads it over the hold ports until it starts
             } else {
-                link_free.write(dir, free);
-                class_free.write(q, cap_free);
-                last_start.write(q, meta.link.start_us);
+                link_free.write(meta.link.dir_index, free);
+                class_free.write(meta.link.q_index, cap_free);
+                last_start.write(meta.link.q_index, meta.link.start_us);
                 seq_t seq;
-                next_seq.read(seq, dir);
+                next_seq.read(seq, meta.link.dir_index);
                 meta.link.seq = seq;
                 if (meta.link.ahead == 1) {
-                    sent_ahead.count(dir);
+                    sent_ahead.count(meta.link.dir_index);
                 } else {
-                    next_seq.write(dir, seq + 1);
+                    next_seq.write(meta.link.dir_index, seq + 1);
                 }
                 if (has(meta.link, FEATURE_SOJOURN_RAMP)) {
                     bit<16> rand_ramp;
@@ -420,15 +419,15 @@ control LinkemuIngress(inout headers_t hdr, inout metadata_t meta,
                                        ramp_mark);
                     if (ramp_mark && ect1) {
                         ecn_mark.apply(hdr);
-                        ramp_marks.count(q);
+                        ramp_marks.count(meta.link.q_index);
                         meta.link.log_flags = meta.link.log_flags | EVENT_MARKED;
                     }
                 }
             }
             if (meta.link.queued == 1) {
-                queue_pkts.write(q, waiting + 1);
-                queue_bytes.write(q, waiting_bytes + l3_len);
-                queue_enter.count(q);
+                queue_pkts.write(meta.link.q_index, waiting + 1);
+                queue_bytes.write(meta.link.q_index, waiting_bytes + l3_len);
+                queue_enter.count(meta.link.q_index);
             }
         } else if (settles) {
             // Its start was settled: take it, with its place in link order.
@@ -445,30 +444,29 @@ control LinkemuIngress(inout headers_t hdr, inout metadata_t meta,
         bool left;
         router_queue_leave.apply(now, meta.link, left);
         if (left) {
-            bit<32> q = queue_index(meta.link);
             bit<32> waiting;
             bit<32> waiting_bytes;
-            queue_pkts.read(waiting, q);
-            queue_pkts.write(q, waiting - 1);
-            queue_bytes.read(waiting_bytes, q);
-            queue_bytes.write(q, waiting_bytes - l3_length(std.packet_length));
-            queue_leave.count(q);
+            queue_pkts.read(waiting, meta.link.q_index);
+            queue_pkts.write(meta.link.q_index, waiting - 1);
+            queue_bytes.read(waiting_bytes, meta.link.q_index);
+            queue_bytes.write(meta.link.q_index, waiting_bytes - l3_length(std.packet_length));
+            queue_leave.count(meta.link.q_index);
         }
 
         time_us_t busy_until;
-        retx_busy_until.read(busy_until, dir);
+        retx_busy_until.read(busy_until, meta.link.dir_index);
         if (meta.link.link_done == 0 && now >= meta.link.attempt_us) {
             bit<16> rand;
             bit<2> outcome;
             random(rand, 0, 0xffff);
             link_errors.apply(rand, meta.link, outcome);
             if (outcome == DRAW_RETRANSMIT) {
-                retransmissions.count(dir);
+                retransmissions.count(meta.link.dir_index);
                 if (meta.link.retx == 1) {
-                    arq_delayed.count(dir);
+                    arq_delayed.count(meta.link.dir_index);
                 }
                 if (meta.link.due_us > busy_until) {
-                    retx_busy_until.write(dir, meta.link.due_us);
+                    retx_busy_until.write(meta.link.dir_index, meta.link.due_us);
                 }
             }
         }
@@ -477,14 +475,14 @@ control LinkemuIngress(inout headers_t hdr, inout metadata_t meta,
         seq_t new_next;
         bool skipped;
         bool blocked;
-        next_release.read(next, dir);
+        next_release.read(next, meta.link.dir_index);
         release.apply(now, next, meta.link, new_next, skipped, blocked);
-        next_release.write(dir, new_next);
+        next_release.write(meta.link.dir_index, new_next);
         if (skipped) {
-            release_skips.count(dir);
+            release_skips.count(meta.link.dir_index);
         }
         if (blocked && meta.link.hol == 0 && meta.link.due_us < busy_until) {
-            held_behind.count(dir);
+            held_behind.count(meta.link.dir_index);
             meta.link.hol = 1;
         }
 
@@ -495,14 +493,14 @@ control LinkemuIngress(inout headers_t hdr, inout metadata_t meta,
                       clock > now ? clock : now, l3_length(std.packet_length));
         }
         if (meta.link.released == 1 && meta.link.lost == 1) {
-            drop_link_error.count(dir);
+            drop_link_error.count(meta.link.dir_index);
             mark_to_drop(std);
         } else if (meta.link.released == 0) {
             std.egress_spec = HOLD_PORT_BASE + (((bit<9>) meta.link.seq & HOLD_PORT_MASK) << 2);
             // Sleep until the next event: serialization starts, an error draw,
             // the due instant (never, for a deferred packet: see the fast
-            // path). A packet waiting for its turn in release order looks
-            // every pass.
+            // path), or for a packet waiting for its turn in release order,
+            // the instant it gives up waiting.
             time_us_t wake = meta.link.due_us;
             if (meta.link.link_done == 0 && meta.link.attempt_us < wake) {
                 wake = meta.link.attempt_us;
@@ -510,10 +508,11 @@ control LinkemuIngress(inout headers_t hdr, inout metadata_t meta,
             if (meta.link.queued == 1 && meta.link.start_us < wake) {
                 wake = meta.link.start_us;
             }
-            meta.link.wake_us = blocked ? 0 : wake;
+            meta.link.turn = blocked ? 1w1 : 1w0;
+            meta.link.wake_us = blocked ? meta.link.due_us + meta.link.params.stall_us : wake;
         } else if (meta.link.out_port != 0) {
             if (meta.link.dup == 1) {
-                duplicated.count(dir);
+                duplicated.count(meta.link.dir_index);
                 std.mcast_grp = DUP_GROUP_BASE + (bit<16>) meta.link.out_port;
             } else {
                 std.egress_spec = meta.link.out_port;

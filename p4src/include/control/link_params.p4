@@ -6,6 +6,13 @@
 
 control LinkParams(inout link_meta_t m) {
 
+    // The register indices of the direction's state (see link_meta_t).
+    action set_indices() {
+        m.dir_index = (bit<32>) m.dir;
+        m.be_index = queue_index(m.dir, CLASS_BEST_EFFORT);
+        m.q_index = queue_index(m.dir, m.cls);
+    }
+
     action set_params(bit<48> byte_cost_q, bit<32> overhead_bytes,
                       time_us_t delay_us, time_us_t stall_us,
                       time_us_t retx_delay_us, bit<8> max_retx,
@@ -18,6 +25,7 @@ control LinkParams(inout link_meta_t m) {
         m.params.max_retx = max_retx;
         m.params.features = features;
         m.params.down = down;
+        set_indices();
     }
 
     // Without an entry a direction is an ideal wire: no rate limit, no delay.
@@ -30,6 +38,7 @@ control LinkParams(inout link_meta_t m) {
         m.params.max_retx = 0;
         m.params.features = 0;
         m.params.down = 0;
+        set_indices();
     }
 
     table link_params {

@@ -42,6 +42,7 @@ control TrafficClass(in headers_t hdr, inout link_meta_t m) {
         m.queue.share_cost_q = share_cost_q;
         m.queue.deferred = deferred;
         m.queue.aqm = aqm;
+        m.q_index = queue_index(m.dir, m.cls);
     }
 
     // Without an entry a class has no router queue: only a packet that finds
@@ -52,6 +53,7 @@ control TrafficClass(in headers_t hdr, inout link_meta_t m) {
         m.queue.share_cost_q = 0;
         m.queue.deferred = 0;
         m.queue.aqm = 0;
+        m.q_index = queue_index(m.dir, m.cls);
     }
 
     table queue_params {
