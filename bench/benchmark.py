@@ -9,6 +9,7 @@ PNG plots. Method: docs/benchmark.md.
 """
 
 import argparse
+import json
 import os
 import platform
 import re
@@ -343,6 +344,19 @@ def build_info():
     return info
 
 
+def program_size(bmv2_json):
+    """What BMv2 pays for on every pass of a program: it resets each metadata
+    field (temporaries and locals included) when a packet arrives and on every
+    recirculation, then walks the pipeline's tables and conditions."""
+    program = json.loads(Path(bmv2_json).read_text())
+    widths = {t["name"]: len(t["fields"]) for t in program["header_types"]}
+    pipelines = {p["name"]: p for p in program["pipelines"]}
+    return {"metadata_fields": sum(widths[h["header_type"]] for h in program["headers"]
+                                   if h["metadata"]),
+            **{f"{name}_{kind}": len(pipelines[name][kind])
+               for name in ("ingress", "egress") for kind in ("tables", "conditionals")}}
+
+
 def machine():
     cpu = next((line.split(":", 1)[1].strip() for line in
                 Path("/proc/cpuinfo").read_text().splitlines() if line.startswith("model name")),
@@ -414,7 +428,10 @@ def main(argv=None):
             return 2
     out = Path(args.out or ROOT / "results" / f"bench-{time.strftime('%Y%m%d-%H%M%S')}")
     started = time.strftime("%Y-%m-%d %H:%M:%S %z")
-    report = {"date": started, "quick": args.quick, "machine": machine(), "bmv2": build_info()}
+    report = {"date": started, "quick": args.quick, "machine": machine(), "bmv2": build_info(),
+              "programs": {name: program_size(paths[1]) for name, paths in
+                           (("linkemu", LINKEMU), ("forward", BASELINE),
+                            ("hold", HOLD_BASELINE))}}
     if report["bmv2"]["logging_macros"]:
         print("WARNING: BMv2 was built with logging macros: these figures are meaningless",
               file=sys.stderr)

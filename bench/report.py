@@ -133,6 +133,16 @@ def markdown(report):
                      f"{ours.get('p99_ms', 0):.3f} | {ours.get('max_ms', 0):.3f} | "
                      f"{bare.get('p50_ms', 0):.3f} | {bare.get('p99_ms', 0):.3f} | "
                      f"{bare.get('max_ms', 0):.3f} |")
+    lines += ["", "What BMv2 pays on each pass of each program: it resets every metadata "
+              "field (p4c's temporaries and locals included) when a packet arrives and on "
+              "every recirculation, then walks the tables and conditions on the packet's "
+              "path.", "",
+              "| program | metadata fields | ingress tables | conditions | egress tables | "
+              "conditions |", "|---|---|---|---|---|---|"]
+    for name, size in report.get("programs", {}).items():
+        lines.append(f"| {name} | {size['metadata_fields']} | {size['ingress_tables']} | "
+                     f"{size['ingress_conditionals']} | {size['egress_tables']} | "
+                     f"{size['egress_conditionals']} |")
     lines += ["",
               "| packets held (2 s) | switch cores busy |", "|---|---|"]
     lines += [f"| {r['held']} | {r['cores']:.2f} |" for r in emu["held_cpu"]]

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 sys.path.append(str(Path(__file__).resolve().parent.parent / "bench"))
+import benchmark  # noqa: E402
 import report  # noqa: E402
 
 
@@ -29,6 +30,9 @@ def results(logging=False, p99=0.4, change_p99=1.5, emu_pps=20000):
         "date": "2026-11-22", "quick": True,
         "machine": {"cpu": "x", "cores": 2, "kernel": "k", "python": "3"},
         "bmv2": {"version": "1.15", "logging_macros": logging},
+        "programs": {"linkemu": {"metadata_fields": 220, "ingress_tables": 165,
+                                 "ingress_conditionals": 90, "egress_tables": 3,
+                                 "egress_conditionals": 2}},
         "baseline": {"latency": {"p50_ms": 0.1, "p99_ms": 0.2, "max_ms": 0.3,
                                  "latencies_ms": [0.1, 0.2]}, "zero_delay": sweep(30000),
                      "hold_floor": floor},
@@ -79,6 +83,7 @@ def test_report_folder_is_complete_and_warns_about_logging_builds(tmp_path):
     assert "Highest rate with delay p99 error <= 1 ms: 10 Mbit/s" in text
     assert "| 100 | 1.000 | 2.000 | 2.000 | 1.000 | 2.000 | 2.000 |" in text   # hold loop
     assert "| plain forwarding | 40000 | 30000 |" in text   # saturated
+    assert "| linkemu | 220 | 165 | 90 | 3 | 2 |" in text   # what each pass pays for
     assert "| on | 600 | 0.600 | 2.500 | 3.500 | 95.0 | 7000 | 1200, 1.500, 2.500 |" in text
     assert json.loads((out / "report.json").read_text())["bmv2"]["logging_macros"] is True
     assert [p.name for p in tmp_path.iterdir()] == ["bench"]   # no staging left behind
@@ -90,3 +95,21 @@ def test_a_failed_report_leaves_nothing(tmp_path):
     with pytest.raises(KeyError):
         report.write_report(broken, tmp_path / "bench")
     assert list(tmp_path.iterdir()) == []
+
+
+def test_program_size_counts_what_bmv2_resets_and_walks(tmp_path):
+    program = {
+        "header_types": [{"name": "scalars_0", "fields": [["a", 8, False], ["b", 1, False]]},
+                         {"name": "standard_metadata", "fields": [["x", 9, False]]},
+                         {"name": "ethernet_t", "fields": [["dst", 48, False]]}],
+        "headers": [{"name": "scalars", "header_type": "scalars_0", "metadata": True},
+                    {"name": "standard_metadata", "header_type": "standard_metadata",
+                     "metadata": True},
+                    {"name": "ethernet", "header_type": "ethernet_t", "metadata": False}],
+        "pipelines": [{"name": "ingress", "tables": [{}, {}], "conditionals": [{}]},
+                      {"name": "egress", "tables": [], "conditionals": []}]}
+    path = tmp_path / "p.json"
+    path.write_text(json.dumps(program))
+    assert benchmark.program_size(path) == {
+        "metadata_fields": 3, "ingress_tables": 2, "ingress_conditionals": 1,
+        "egress_tables": 0, "egress_conditionals": 0}
