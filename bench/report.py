@@ -139,7 +139,7 @@ def markdown(report):
               "path.", "",
               "| program | metadata fields | ingress tables | conditions | egress tables | "
               "conditions |", "|---|---|---|---|---|---|"]
-    for name, size in report.get("programs", {}).items():
+    for name, size in report["programs"].items():
         lines.append(f"| {name} | {size['metadata_fields']} | {size['ingress_tables']} | "
                      f"{size['ingress_conditionals']} | {size['egress_tables']} | "
                      f"{size['egress_conditionals']} |")
