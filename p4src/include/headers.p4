@@ -143,6 +143,8 @@ struct event_t {
 
 struct metadata_t {
     link_meta_t link;
+    bit<1>      report;   // this pass ends with `event` in the event log
+    event_t     event;
 }
 
 #endif

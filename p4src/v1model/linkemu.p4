@@ -112,8 +112,10 @@ control NoChecksum(inout headers_t hdr, inout metadata_t meta) {
     apply { }
 }
 
-control LinkemuIngress(inout headers_t hdr, inout metadata_t meta,
-                       inout standard_metadata_t std) {
+// One pass of a packet through the link model: its arrival, or a turn of the
+// hold loop.
+control LinkPass(inout headers_t hdr, inout metadata_t meta,
+                 inout standard_metadata_t std) {
     register<time_q_t>(NUM_DIRECTIONS) link_free;
     register<time_q_t>(NUM_QUEUES) class_free;            // a class's rate cap
     register<bit<32>>(NUM_QUEUES) queue_pkts;
@@ -174,15 +176,17 @@ control LinkemuIngress(inout headers_t hdr, inout metadata_t meta,
     PacketFaults() packet_faults;
     EventLog() event_log;
 
-    // One digest per packet that entered the link, when its direction logs.
+    // The packet's one event, when its direction logs: LinkemuIngress
+    // reports it after the pass.
     action log_event(bit<8> outcome, time_us_t at, bit<32> l3_len) {
         bit<8> flags = meta.link.log_flags;
         flags = flags | (meta.link.hol == 1 ? EVENT_HELD : 0);
         flags = flags | (meta.link.ahead == 1 ? EVENT_AHEAD : 0);
         flags = flags | (meta.link.dup == 1 ? EVENT_DUPLICATE : 0);
-        digest<event_t>(1, {meta.link.dir, outcome, meta.link.seq, (bit<16>) l3_len,
-                            meta.link.arrival_us, meta.link.start_us, meta.link.due_us, at,
-                            meta.link.retx, flags});
+        meta.report = 1;
+        meta.event = {meta.link.dir, outcome, meta.link.seq, (bit<16>) l3_len,
+                      meta.link.arrival_us, meta.link.start_us, meta.link.due_us, at,
+                      meta.link.retx, flags};
     }
 
     apply {
@@ -519,6 +523,22 @@ control LinkemuIngress(inout headers_t hdr, inout metadata_t meta,
             }
         } else {
             std.mcast_grp = meta.link.flood_grp;
+        }
+    }
+}
+
+control LinkemuIngress(inout headers_t hdr, inout metadata_t meta,
+                       inout standard_metadata_t std) {
+    LinkPass() link_pass;
+
+    apply {
+        link_pass.apply(hdr, meta, std);
+        // One digest call for every event: BMv2 makes a learn list of each
+        // call, and P4Runtime configures only one list of a digest's name;
+        // another keeps BMv2's defaults and holds its events back for up to
+        // 16 samples or a second.
+        if (meta.report == 1) {
+            digest<event_t>(1, meta.event);
         }
     }
 }

@@ -1,0 +1,19 @@
+"""The compiled program, as BMv2 loads it."""
+
+import json
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+BMV2_JSON = Path(__file__).resolve().parent.parent / "build" / "linkemu.json"
+
+
+@pytest.mark.skipif(not BMV2_JSON.exists(), reason="build/linkemu.json is missing (needs p4c)")
+def test_each_digest_is_one_learn_list():
+    # p4c makes a learn list of every digest call. P4Runtime configures only
+    # one list of a name; another keeps BMv2's defaults (16 samples or 1 s),
+    # so its events came late or were still in the switch when the log stopped.
+    lists = json.loads(BMV2_JSON.read_text())["learn_lists"]
+    names = Counter(entry["name"] for entry in lists)
+    assert names == {"event_t": 1}
