@@ -43,6 +43,7 @@ BUILD = ROOT / "build"
 LINKEMU = (BUILD / "linkemu.p4info.txtpb", BUILD / "linkemu.json")
 BASELINE = (BUILD / "forward.p4info.txtpb", BUILD / "forward.json")
 HOLD_BASELINE = (BUILD / "hold.p4info.txtpb", BUILD / "hold.json")
+SHAPE_BASELINE = (BUILD / "shape.p4info.txtpb", BUILD / "shape.json")
 LAYOUT = PortLayout(fixed=(Port(1),), mobile=(Port(2),))
 SIZE = 500
 
@@ -410,6 +411,9 @@ def run_baseline(quick):
             results["latency"] = {**percentiles(run.latencies()),
                                   "latencies_ms": [round(x * 1e3, 4) for x in run.latencies()]}
             results["zero_delay"] = bench.zero_delay_throughput(None)
+            bench.controller.set_pipeline(*SHAPE_BASELINE)
+            results["shape"] = {"saturated": bench.saturated_rate(),
+                                "hold_floor": bench.hold_floor(None)}
             bench.controller.set_pipeline(*HOLD_BASELINE)
             results["hold_floor"] = bench.hold_floor(None)
         finally:
@@ -422,7 +426,7 @@ def main(argv=None):
     parser.add_argument("--quick", action="store_true", help="fewer cells and frames")
     parser.add_argument("--out", help="results folder (default results/bench-DATE)")
     args = parser.parse_args(argv)
-    for path in LINKEMU + BASELINE + HOLD_BASELINE:
+    for path in LINKEMU + BASELINE + HOLD_BASELINE + SHAPE_BASELINE:
         if not path.exists():
             print(f"{path} is missing: run 'make build'", file=sys.stderr)
             return 2
@@ -431,7 +435,7 @@ def main(argv=None):
     report = {"date": started, "quick": args.quick, "machine": machine(), "bmv2": build_info(),
               "programs": {name: program_size(paths[1]) for name, paths in
                            (("linkemu", LINKEMU), ("forward", BASELINE),
-                            ("hold", HOLD_BASELINE))}}
+                            ("hold", HOLD_BASELINE), ("shape", SHAPE_BASELINE))}}
     if report["bmv2"]["logging_macros"]:
         print("WARNING: BMv2 was built with logging macros: these figures are meaningless",
               file=sys.stderr)

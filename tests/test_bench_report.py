@@ -35,7 +35,9 @@ def results(logging=False, p99=0.4, change_p99=1.5, emu_pps=20000):
                                  "egress_conditionals": 2}},
         "baseline": {"latency": {"p50_ms": 0.1, "p99_ms": 0.2, "max_ms": 0.3,
                                  "latencies_ms": [0.1, 0.2]}, "zero_delay": sweep(30000),
-                     "hold_floor": floor},
+                     "hold_floor": floor,
+                     "shape": {"saturated": {"offered_pps": 40000, "delivered_pps": 6000},
+                               "hold_floor": [{**r, "p99_ms": 3 * r["p99_ms"]} for r in floor]}},
         "linkemu": {
             "delay": [cell(64e3, "idle", p99), cell(10e6, "loaded", p99, 0.2),
                       cell(50e6, "loaded", 9.0, 3.0)],
@@ -73,6 +75,14 @@ def test_a_missed_target_is_reported_with_its_figure(change, fragment):
     assert len(missed) == 1 and fragment in missed[0][0], missed
 
 
+def test_targets_are_set_beside_what_linkemus_shape_costs():
+    notes = {t: n for t, _, _, n in report.assess(results())}
+    [throughput] = [n for t, n in notes.items() if "throughput" in t]
+    assert throughput.endswith("of linkemu's shape that does nothing else: 20 %")
+    [delay] = [n for t, n in notes.items() if "delay error" in t]
+    assert delay.endswith("p99 2.000 ms, 6.000 ms in linkemu's shape")
+
+
 def test_report_folder_is_complete_and_warns_about_logging_builds(tmp_path):
     out = tmp_path / "bench"
     report.write_report(results(logging=True), out)
@@ -81,8 +91,10 @@ def test_report_folder_is_complete_and_warns_about_logging_builds(tmp_path):
     text = (out / "report.md").read_text()
     assert "built with logging macros: these figures are meaningless" in text
     assert "Highest rate with delay p99 error <= 1 ms: 10 Mbit/s" in text
-    assert "| 100 | 1.000 | 2.000 | 2.000 | 1.000 | 2.000 | 2.000 |" in text   # hold loop
+    # The hold loop: linkemu, the bare loop, the bare loop in linkemu's shape.
+    assert "| 100 | 1.000 | 2.000 | 2.000 | 1.000 | 2.000 | 2.000 | 1.000 | 6.000 | 2.000 |" in text
     assert "| plain forwarding | 40000 | 30000 |" in text   # saturated
+    assert "| linkemu's shape (bench/shape.p4) | 40000 | 6000 |" in text
     assert "| linkemu | 220 | 165 | 90 | 3 | 2 |" in text   # what each pass pays for
     assert "| on | 600 | 0.600 | 2.500 | 3.500 | 95.0 | 7000 | 1200, 1.500, 2.500 |" in text
     assert json.loads((out / "report.json").read_text())["bmv2"]["logging_macros"] is True
