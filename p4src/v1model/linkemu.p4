@@ -222,6 +222,7 @@ control LinkPass(inout headers_t hdr, inout metadata_t meta,
                 return;
             }
         }
+        hdr.pass.setValid();
         link_params.apply(meta.link);
         if (fresh && !hdr.ethernet.isValid()) {
             drop_malformed.count(meta.link.dir_index);
@@ -231,110 +232,96 @@ control LinkPass(inout headers_t hdr, inout metadata_t meta,
 
         // "Now": arrival for a new packet, the last egress pass for a held one
         // (a recirculated packet keeps a stale ingress timestamp).
-        time_us_t now = fresh ? std.ingress_global_timestamp : meta.link.now_us;
+        hdr.pass.now = fresh ? std.ingress_global_timestamp : meta.link.now_us;
 
         // Every event of the direction offers the link to the head of its
         // deferred best effort, before a new packet can claim it.
         // A deferred packet left over from a profile without deferral
         // settles itself on its own passes.
-        bit<32> head = 0;
-        bit<32> tail = 0;
+        hdr.pass.head = 0;
+        hdr.pass.tail = 0;
         if (has(meta.link, FEATURE_DEFERRED) || meta.link.deferred == 1) {
-            defer_head.read(head, meta.link.dir_index);
-            defer_tail.read(tail, meta.link.dir_index);
+            defer_head.read(hdr.pass.head, meta.link.dir_index);
+            defer_tail.read(hdr.pass.tail, meta.link.dir_index);
         }
-        if (head != tail) {
-            bit<32> slot = defer_slot(meta.link, head);
-            time_us_t arrival;
-            bit<32> bytes;
-            time_q_t share_cost;
-            time_q_t free;
-            time_q_t cap_free;
-            defer_arrival.read(arrival, slot);
-            defer_bytes.read(bytes, slot);
-            defer_share_cost.read(share_cost, slot);
-            link_free.read(free, meta.link.dir_index);
-            class_free.read(cap_free, meta.link.be_index);
-            bool settled;
-            time_q_t start;
-            time_q_t cost;
-            best_effort_start.apply(now, meta.link.params, free, cap_free, arrival, bytes,
-                                    share_cost, settled, start, cost, free, cap_free);
+        if (hdr.pass.head != hdr.pass.tail) {
+            bit<32> slot = defer_slot(meta.link, hdr.pass.head);
+            defer_arrival.read(hdr.pass.arrival, slot);
+            defer_bytes.read(hdr.pass.bytes, slot);
+            defer_share_cost.read(hdr.pass.share_cost, slot);
+            link_free.read(hdr.pass.free, meta.link.dir_index);
+            class_free.read(hdr.pass.cap_free, meta.link.be_index);
+            best_effort_start.apply(hdr.pass.now, meta.link.params, hdr.pass.free,
+                                    hdr.pass.cap_free, hdr.pass.arrival, hdr.pass.bytes,
+                                    hdr.pass.share_cost, hdr.pass.settled, hdr.pass.start,
+                                    hdr.pass.cost, hdr.pass.free, hdr.pass.cap_free);
             if (meta.link.params.down == 1) {
-                link_free.write(meta.link.dir_index, free);
-            } else if (settled) {
-                seq_t seq;
-                next_seq.read(seq, meta.link.dir_index);
-                next_seq.write(meta.link.dir_index, seq + 1);
-                defer_seq.write(slot, seq);
-                defer_start.write(slot, start);
-                defer_cost.write(slot, cost);
-                link_free.write(meta.link.dir_index, free);
-                class_free.write(meta.link.be_index, cap_free);
-                last_start.write(meta.link.be_index, (time_us_t) (start >> TIME_FRAC_BITS));
-                head = head + 1;
-                defer_head.write(meta.link.dir_index, head);
+                link_free.write(meta.link.dir_index, hdr.pass.free);
+            } else if (hdr.pass.settled) {
+                next_seq.read(hdr.pass.seq, meta.link.dir_index);
+                next_seq.write(meta.link.dir_index, hdr.pass.seq + 1);
+                defer_seq.write(slot, hdr.pass.seq);
+                defer_start.write(slot, hdr.pass.start);
+                defer_cost.write(slot, hdr.pass.cost);
+                link_free.write(meta.link.dir_index, hdr.pass.free);
+                class_free.write(meta.link.be_index, hdr.pass.cap_free);
+                last_start.write(meta.link.be_index,
+                                 (time_us_t) (hdr.pass.start >> TIME_FRAC_BITS));
+                hdr.pass.head = hdr.pass.head + 1;
+                defer_head.write(meta.link.dir_index, hdr.pass.head);
             }
         }
 
         // This packet's own delay, drawn where its instants are set: on
         // arrival, or when a deferred packet's start is settled.
-        bool settles = !fresh && meta.link.deferred == 1 &&
-                       (int<32>) (meta.link.ticket - head) < 0;
-        if ((fresh || settles) && has(meta.link, FEATURE_DELAY_VARIATION)) {
-            bit<10> rand_index;
-            bit<16> rand_spike;
-            random(rand_index, 0, 1023);
-            random(rand_spike, 0, 0xffff);
-            delay_variation.apply(rand_index, rand_spike, meta.link);
+        hdr.pass.settles = !fresh && meta.link.deferred == 1 &&
+                       (int<32>) (meta.link.ticket - hdr.pass.head) < 0;
+        if ((fresh || hdr.pass.settles) && has(meta.link, FEATURE_DELAY_VARIATION)) {
+            random(hdr.pass.rand_index, 0, 1023);
+            random(hdr.pass.rand_spike, 0, 0xffff);
+            delay_variation.apply(hdr.pass.rand_index, hdr.pass.rand_spike, meta.link);
         }
 
         if (fresh) {
             link_in.count(meta.link.dir_index);
             event_log.apply(meta.link);
-            meta.link.arrival_us = now;
+            meta.link.arrival_us = hdr.pass.now;
 
-            bool lost = false;
+            hdr.pass.lost = false;
             if (has(meta.link, FEATURE_LOSS_MODEL)) {
-                bit<1> bad;
-                bit<1> new_bad;
-                bit<16> rand_move;
-                bit<16> rand_loss;
-                loss_bad.read(bad, meta.link.dir_index);
-                random(rand_move, 0, 0xffff);
-                random(rand_loss, 0, 0xffff);
-                loss_model.apply(rand_move, rand_loss, bad, meta.link, new_bad, lost);
-                loss_bad.write(meta.link.dir_index, new_bad);
+                loss_bad.read(hdr.pass.bad, meta.link.dir_index);
+                random(hdr.pass.rand_move, 0, 0xffff);
+                random(hdr.pass.rand_loss, 0, 0xffff);
+                loss_model.apply(hdr.pass.rand_move, hdr.pass.rand_loss, hdr.pass.bad, meta.link,
+                                 hdr.pass.new_bad, hdr.pass.lost);
+                loss_bad.write(meta.link.dir_index, hdr.pass.new_bad);
             }
-            if (lost) {
+            if (hdr.pass.lost) {
                 drop_loss_model.count(meta.link.dir_index);
                 if (meta.link.log == 1) {
-                    log_event(EVENT_DROP_LOSS_MODEL, now, l3_length(std.packet_length));
+                    log_event(EVENT_DROP_LOSS_MODEL, hdr.pass.now, l3_length(std.packet_length));
                 }
                 mark_to_drop(std);
                 return;
             }
 
             traffic_class.apply(hdr, meta.link);
-            bit<32> l3_len = l3_length(std.packet_length);
-            bit<32> waiting;
-            bit<32> waiting_bytes;
-            time_us_t empty_since;
-            queue_pkts.read(waiting, meta.link.q_index);
-            queue_bytes.read(waiting_bytes, meta.link.q_index);
-            last_start.read(empty_since, meta.link.q_index);
+            hdr.pass.l3_len = l3_length(std.packet_length);
+            queue_pkts.read(hdr.pass.waiting, meta.link.q_index);
+            queue_bytes.read(hdr.pass.waiting_bytes, meta.link.q_index);
+            last_start.read(hdr.pass.empty_since, meta.link.q_index);
 
-            bit<2> verdict = AQM_PASS;
-            bool use_ecn = false;
+            hdr.pass.verdict = AQM_PASS;
+            hdr.pass.use_ecn = false;
             if (meta.link.queue.aqm == 1) {
                 red_state_t aqm;
-                bit<16> rand_aqm;
                 red_avg.read(aqm.avg, meta.link.q_index);
                 red_count.read(aqm.count, meta.link.q_index);
                 red_target.read(aqm.target, meta.link.q_index);
-                random(rand_aqm, 0, 0xffff);
-                red.apply(waiting, waiting_bytes, now - empty_since, rand_aqm, meta.link, aqm,
-                          verdict, use_ecn);
+                random(hdr.pass.rand_aqm, 0, 0xffff);
+                red.apply(hdr.pass.waiting, hdr.pass.waiting_bytes,
+                          hdr.pass.now - hdr.pass.empty_since, hdr.pass.rand_aqm, meta.link, aqm,
+                          hdr.pass.verdict, hdr.pass.use_ecn);
                 red_avg.write(meta.link.q_index, aqm.avg);
                 red_count.write(meta.link.q_index, aqm.count);
                 red_target.write(meta.link.q_index, aqm.target);
@@ -342,17 +329,17 @@ control LinkPass(inout headers_t hdr, inout metadata_t meta,
             bool capable;
             bool ect1;
             ecn_capable.apply(hdr, capable, ect1);
-            if (verdict == AQM_SIGNAL && use_ecn && capable) {
+            if (hdr.pass.verdict == AQM_SIGNAL && hdr.pass.use_ecn && capable) {
                 ecn_mark.apply(hdr);
                 ecn_marks.count(meta.link.q_index);
                 meta.link.log_flags = meta.link.log_flags | EVENT_MARKED;
-            } else if (verdict != AQM_PASS) {
+            } else if (hdr.pass.verdict != AQM_PASS) {
                 drop_aqm.count(meta.link.q_index);
                 if (capable) {
                     drop_aqm_ect.count(meta.link.q_index);
                 }
                 if (meta.link.log == 1) {
-                    log_event(EVENT_DROP_AQM, now, l3_len);
+                    log_event(EVENT_DROP_AQM, hdr.pass.now, hdr.pass.l3_len);
                 }
                 mark_to_drop(std);
                 return;
@@ -360,32 +347,27 @@ control LinkPass(inout headers_t hdr, inout metadata_t meta,
 
             bool corrupt = false;
             if (has(meta.link, FEATURE_PACKET_FAULTS)) {
-                bit<16> rand_reorder;
-                bit<16> rand_duplicate;
-                bit<16> rand_corrupt;
-                bit<5> flip_bit;
-                random(rand_reorder, 0, 0xffff);
-                random(rand_duplicate, 0, 0xffff);
-                random(rand_corrupt, 0, 0xffff);
-                random(flip_bit, 0, 31);
-                packet_faults.apply(rand_reorder, rand_duplicate, rand_corrupt, flip_bit, hdr,
-                                    meta.link, corrupt);
+                random(hdr.pass.rand_reorder, 0, 0xffff);
+                random(hdr.pass.rand_duplicate, 0, 0xffff);
+                random(hdr.pass.rand_corrupt, 0, 0xffff);
+                random(hdr.pass.flip_bit, 0, 31);
+                packet_faults.apply(hdr.pass.rand_reorder, hdr.pass.rand_duplicate,
+                                    hdr.pass.rand_corrupt, hdr.pass.flip_bit, hdr, meta.link,
+                                    corrupt);
             }
 
-            time_q_t free;
-            time_q_t cap_free;
-            time_q_t cost;
-            time_q_t share_cost;
-            link_free.read(free, meta.link.dir_index);
-            class_free.read(cap_free, meta.link.q_index);
-            link_clock.apply(now, l3_len, free, cap_free, head != tail, waiting, waiting_bytes,
-                             meta.link, free, cap_free, cost, share_cost);
+            link_free.read(hdr.pass.free, meta.link.dir_index);
+            class_free.read(hdr.pass.cap_free, meta.link.q_index);
+            link_clock.apply(hdr.pass.now, hdr.pass.l3_len, hdr.pass.free, hdr.pass.cap_free,
+                             hdr.pass.head != hdr.pass.tail, hdr.pass.waiting,
+                             hdr.pass.waiting_bytes, meta.link, hdr.pass.free,
+                             hdr.pass.cap_free, hdr.pass.cost, hdr.pass.share_cost);
             if (meta.link.admitted == 0) {
                 drop_queue.count(meta.link.q_index);
                 if (meta.link.log == 1) {
                     meta.link.start_us = 0;   // it never gets one
                     meta.link.due_us = 0;
-                    log_event(EVENT_DROP_QUEUE, now, l3_len);
+                    log_event(EVENT_DROP_QUEUE, hdr.pass.now, hdr.pass.l3_len);
                 }
                 mark_to_drop(std);
                 return;
@@ -396,32 +378,29 @@ control LinkPass(inout headers_t hdr, inout metadata_t meta,
             }
             if (meta.link.deferred == 1) {
                 meta.link.ahead = 0;   // its delay is drawn when its start is settled
-                bit<32> slot = defer_slot(meta.link, tail);
-                defer_arrival.write(slot, now);
-                defer_bytes.write(slot, l3_len + meta.link.params.overhead_bytes);
-                defer_share_cost.write(slot, share_cost);
-                defer_tail.write(meta.link.dir_index, tail + 1);
-                meta.link.ticket = tail;
-                meta.link.seq = tail;   // spreads it over the hold ports until it starts
+                bit<32> slot = defer_slot(meta.link, hdr.pass.tail);
+                defer_arrival.write(slot, hdr.pass.now);
+                defer_bytes.write(slot, hdr.pass.l3_len + meta.link.params.overhead_bytes);
+                defer_share_cost.write(slot, hdr.pass.share_cost);
+                defer_tail.write(meta.link.dir_index, hdr.pass.tail + 1);
+                meta.link.ticket = hdr.pass.tail;
+                meta.link.seq = hdr.pass.tail;   // spreads it over the hold ports until it starts
             } else {
-                link_free.write(meta.link.dir_index, free);
-                class_free.write(meta.link.q_index, cap_free);
+                link_free.write(meta.link.dir_index, hdr.pass.free);
+                class_free.write(meta.link.q_index, hdr.pass.cap_free);
                 last_start.write(meta.link.q_index, meta.link.start_us);
-                seq_t seq;
-                next_seq.read(seq, meta.link.dir_index);
-                meta.link.seq = seq;
+                next_seq.read(hdr.pass.seq, meta.link.dir_index);
+                meta.link.seq = hdr.pass.seq;
                 if (meta.link.ahead == 1) {
                     sent_ahead.count(meta.link.dir_index);
                 } else {
-                    next_seq.write(meta.link.dir_index, seq + 1);
+                    next_seq.write(meta.link.dir_index, hdr.pass.seq + 1);
                 }
                 if (has(meta.link, FEATURE_SOJOURN_RAMP)) {
-                    bit<16> rand_ramp;
-                    bool ramp_mark;
-                    random(rand_ramp, 0, 0xffff);
-                    sojourn_ramp.apply(meta.link.start_us - now, rand_ramp, meta.link,
-                                       ramp_mark);
-                    if (ramp_mark && ect1) {
+                    random(hdr.pass.rand_ramp, 0, 0xffff);
+                    sojourn_ramp.apply(meta.link.start_us - hdr.pass.now, hdr.pass.rand_ramp,
+                                       meta.link, hdr.pass.ramp_mark);
+                    if (hdr.pass.ramp_mark && ect1) {
                         ecn_mark.apply(hdr);
                         ramp_marks.count(meta.link.q_index);
                         meta.link.log_flags = meta.link.log_flags | EVENT_MARKED;
@@ -429,72 +408,62 @@ control LinkPass(inout headers_t hdr, inout metadata_t meta,
                 }
             }
             if (meta.link.queued == 1) {
-                queue_pkts.write(meta.link.q_index, waiting + 1);
-                queue_bytes.write(meta.link.q_index, waiting_bytes + l3_len);
+                queue_pkts.write(meta.link.q_index, hdr.pass.waiting + 1);
+                queue_bytes.write(meta.link.q_index, hdr.pass.waiting_bytes + hdr.pass.l3_len);
                 queue_enter.count(meta.link.q_index);
             }
-        } else if (settles) {
+        } else if (hdr.pass.settles) {
             // Its start was settled: take it, with its place in link order.
             bit<32> slot = defer_slot(meta.link, meta.link.ticket);
-            time_q_t start;
-            time_q_t cost;
-            defer_start.read(start, slot);
-            defer_cost.read(cost, slot);
+            defer_start.read(hdr.pass.start, slot);
+            defer_cost.read(hdr.pass.cost, slot);
             defer_seq.read(meta.link.seq, slot);
-            set_times(meta.link, start, cost);
+            set_times(meta.link, hdr.pass.start, hdr.pass.cost);
             meta.link.deferred = 0;
         }
 
-        bool left;
-        router_queue_leave.apply(now, meta.link, left);
-        if (left) {
-            bit<32> waiting;
-            bit<32> waiting_bytes;
-            queue_pkts.read(waiting, meta.link.q_index);
-            queue_pkts.write(meta.link.q_index, waiting - 1);
-            queue_bytes.read(waiting_bytes, meta.link.q_index);
-            queue_bytes.write(meta.link.q_index, waiting_bytes - l3_length(std.packet_length));
+        router_queue_leave.apply(hdr.pass.now, meta.link, hdr.pass.left);
+        if (hdr.pass.left) {
+            queue_pkts.read(hdr.pass.waiting, meta.link.q_index);
+            queue_pkts.write(meta.link.q_index, hdr.pass.waiting - 1);
+            queue_bytes.read(hdr.pass.waiting_bytes, meta.link.q_index);
+            queue_bytes.write(meta.link.q_index,
+                              hdr.pass.waiting_bytes - l3_length(std.packet_length));
             queue_leave.count(meta.link.q_index);
         }
 
-        time_us_t busy_until;
-        retx_busy_until.read(busy_until, meta.link.dir_index);
-        if (meta.link.link_done == 0 && now >= meta.link.attempt_us) {
-            bit<16> rand;
-            bit<2> outcome;
-            random(rand, 0, 0xffff);
-            link_errors.apply(rand, meta.link, outcome);
-            if (outcome == DRAW_RETRANSMIT) {
+        retx_busy_until.read(hdr.pass.busy_until, meta.link.dir_index);
+        if (meta.link.link_done == 0 && hdr.pass.now >= meta.link.attempt_us) {
+            random(hdr.pass.rand, 0, 0xffff);
+            link_errors.apply(hdr.pass.rand, meta.link, hdr.pass.outcome);
+            if (hdr.pass.outcome == DRAW_RETRANSMIT) {
                 retransmissions.count(meta.link.dir_index);
                 if (meta.link.retx == 1) {
                     arq_delayed.count(meta.link.dir_index);
                 }
-                if (meta.link.due_us > busy_until) {
+                if (meta.link.due_us > hdr.pass.busy_until) {
                     retx_busy_until.write(meta.link.dir_index, meta.link.due_us);
                 }
             }
         }
 
-        seq_t next;
-        seq_t new_next;
-        bool skipped;
-        bool blocked;
-        next_release.read(next, meta.link.dir_index);
-        release.apply(now, next, meta.link, new_next, skipped, blocked);
-        next_release.write(meta.link.dir_index, new_next);
-        if (skipped) {
+        next_release.read(hdr.pass.next, meta.link.dir_index);
+        release.apply(hdr.pass.now, hdr.pass.next, meta.link, hdr.pass.new_next, hdr.pass.skipped,
+                      hdr.pass.blocked);
+        next_release.write(meta.link.dir_index, hdr.pass.new_next);
+        if (hdr.pass.skipped) {
             release_skips.count(meta.link.dir_index);
         }
-        if (blocked && meta.link.hol == 0 && meta.link.due_us < busy_until) {
+        if (hdr.pass.blocked && meta.link.hol == 0 && meta.link.due_us < hdr.pass.busy_until) {
             held_behind.count(meta.link.dir_index);
             meta.link.hol = 1;
         }
 
         if (meta.link.released == 1 && meta.link.log == 1) {
-            time_us_t clock;
-            log_clock.read(clock, 0);
+            log_clock.read(hdr.pass.clock, 0);
             log_event(meta.link.lost == 1 ? EVENT_DROP_LINK_ERROR : EVENT_RELEASED,
-                      clock > now ? clock : now, l3_length(std.packet_length));
+                      hdr.pass.clock > hdr.pass.now ? hdr.pass.clock : hdr.pass.now,
+                      l3_length(std.packet_length));
         }
         if (meta.link.released == 1 && meta.link.lost == 1) {
             drop_link_error.count(meta.link.dir_index);
@@ -505,15 +474,16 @@ control LinkPass(inout headers_t hdr, inout metadata_t meta,
             // the due instant (never, for a deferred packet: see the fast
             // path), or for a packet waiting for its turn in release order,
             // the instant it gives up waiting.
-            time_us_t wake = meta.link.due_us;
-            if (meta.link.link_done == 0 && meta.link.attempt_us < wake) {
-                wake = meta.link.attempt_us;
+            hdr.pass.wake = meta.link.due_us;
+            if (meta.link.link_done == 0 && meta.link.attempt_us < hdr.pass.wake) {
+                hdr.pass.wake = meta.link.attempt_us;
             }
-            if (meta.link.queued == 1 && meta.link.start_us < wake) {
-                wake = meta.link.start_us;
+            if (meta.link.queued == 1 && meta.link.start_us < hdr.pass.wake) {
+                hdr.pass.wake = meta.link.start_us;
             }
-            meta.link.turn = blocked ? 1w1 : 1w0;
-            meta.link.wake_us = blocked ? meta.link.due_us + meta.link.params.stall_us : wake;
+            meta.link.turn = hdr.pass.blocked ? 1w1 : 1w0;
+            meta.link.wake_us = hdr.pass.blocked ? meta.link.due_us + meta.link.params.stall_us
+                                                 : hdr.pass.wake;
         } else if (meta.link.out_port != 0) {
             if (meta.link.dup == 1) {
                 duplicated.count(meta.link.dir_index);
