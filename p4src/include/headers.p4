@@ -58,6 +58,7 @@ header pass_h {
     time_us_t  now;
     bit<32>    head;
     bit<32>    tail;
+    bit<32>    slot;      // a deferred packet's place in its ring (defer_slot)
     time_us_t  arrival;
     bit<32>    bytes;
     time_q_t   share_cost;

@@ -176,6 +176,17 @@ control LinkPass(inout headers_t hdr, inout metadata_t meta,
     PacketFaults() packet_faults;
     EventLog() event_log;
 
+    // A deferred packet's slot in its ring, for the register accesses that
+    // follow, set by a table's action: p4c copies a slot computed in the
+    // control into a temporary of its own at every access, and each is one
+    // more metadata field for BMv2 to reset on every pass.
+    action head_slot() { hdr.pass.slot = defer_slot(meta.link, hdr.pass.head); }
+    action tail_slot() { hdr.pass.slot = defer_slot(meta.link, hdr.pass.tail); }
+    action ticket_slot() { hdr.pass.slot = defer_slot(meta.link, meta.link.ticket); }
+    table slot_of_head { actions = { head_slot; } const default_action = head_slot(); }
+    table slot_of_tail { actions = { tail_slot; } const default_action = tail_slot(); }
+    table slot_of_ticket { actions = { ticket_slot; } const default_action = ticket_slot(); }
+
     // The packet's one event, when its direction logs: LinkemuIngress
     // reports it after the pass.
     action log_event(bit<8> outcome, time_us_t at, bit<32> l3_len) {
@@ -245,10 +256,10 @@ control LinkPass(inout headers_t hdr, inout metadata_t meta,
             defer_tail.read(hdr.pass.tail, meta.link.dir_index);
         }
         if (hdr.pass.head != hdr.pass.tail) {
-            bit<32> slot = defer_slot(meta.link, hdr.pass.head);
-            defer_arrival.read(hdr.pass.arrival, slot);
-            defer_bytes.read(hdr.pass.bytes, slot);
-            defer_share_cost.read(hdr.pass.share_cost, slot);
+            slot_of_head.apply();
+            defer_arrival.read(hdr.pass.arrival, hdr.pass.slot);
+            defer_bytes.read(hdr.pass.bytes, hdr.pass.slot);
+            defer_share_cost.read(hdr.pass.share_cost, hdr.pass.slot);
             link_free.read(hdr.pass.free, meta.link.dir_index);
             class_free.read(hdr.pass.cap_free, meta.link.be_index);
             best_effort_start.apply(hdr.pass.now, meta.link.params, hdr.pass.free,
@@ -260,9 +271,9 @@ control LinkPass(inout headers_t hdr, inout metadata_t meta,
             } else if (hdr.pass.settled) {
                 next_seq.read(hdr.pass.seq, meta.link.dir_index);
                 next_seq.write(meta.link.dir_index, hdr.pass.seq + 1);
-                defer_seq.write(slot, hdr.pass.seq);
-                defer_start.write(slot, hdr.pass.start);
-                defer_cost.write(slot, hdr.pass.cost);
+                defer_seq.write(hdr.pass.slot, hdr.pass.seq);
+                defer_start.write(hdr.pass.slot, hdr.pass.start);
+                defer_cost.write(hdr.pass.slot, hdr.pass.cost);
                 link_free.write(meta.link.dir_index, hdr.pass.free);
                 class_free.write(meta.link.be_index, hdr.pass.cap_free);
                 last_start.write(meta.link.be_index,
@@ -378,10 +389,10 @@ control LinkPass(inout headers_t hdr, inout metadata_t meta,
             }
             if (meta.link.deferred == 1) {
                 meta.link.ahead = 0;   // its delay is drawn when its start is settled
-                bit<32> slot = defer_slot(meta.link, hdr.pass.tail);
-                defer_arrival.write(slot, hdr.pass.now);
-                defer_bytes.write(slot, hdr.pass.l3_len + meta.link.params.overhead_bytes);
-                defer_share_cost.write(slot, hdr.pass.share_cost);
+                slot_of_tail.apply();
+                defer_arrival.write(hdr.pass.slot, hdr.pass.now);
+                defer_bytes.write(hdr.pass.slot, hdr.pass.l3_len + meta.link.params.overhead_bytes);
+                defer_share_cost.write(hdr.pass.slot, hdr.pass.share_cost);
                 defer_tail.write(meta.link.dir_index, hdr.pass.tail + 1);
                 meta.link.ticket = hdr.pass.tail;
                 meta.link.seq = hdr.pass.tail;   // spreads it over the hold ports until it starts
@@ -414,10 +425,10 @@ control LinkPass(inout headers_t hdr, inout metadata_t meta,
             }
         } else if (hdr.pass.settles) {
             // Its start was settled: take it, with its place in link order.
-            bit<32> slot = defer_slot(meta.link, meta.link.ticket);
-            defer_start.read(hdr.pass.start, slot);
-            defer_cost.read(hdr.pass.cost, slot);
-            defer_seq.read(meta.link.seq, slot);
+            slot_of_ticket.apply();
+            defer_start.read(hdr.pass.start, hdr.pass.slot);
+            defer_cost.read(hdr.pass.cost, hdr.pass.slot);
+            defer_seq.read(meta.link.seq, hdr.pass.slot);
             set_times(meta.link, hdr.pass.start, hdr.pass.cost);
             meta.link.deferred = 0;
         }
