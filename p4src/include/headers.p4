@@ -49,68 +49,6 @@ header l4_word_h {
     bit<32> word;
 }
 
-// The working values of one full pass of a packet through the link model
-// (the v1model glue's). BMv2 resets every metadata field, locals included, on
-// every pass of the hold loop; a header's fields only when it is made valid,
-// which only a full pass does: the fast path's passes never pay for these.
-// Never emitted.
-header pass_h {
-    time_us_t  now;
-    bit<32>    head;
-    bit<32>    tail;
-    bit<32>    slot;      // a deferred packet's place in its ring (defer_slot)
-    time_us_t  arrival;
-    bit<32>    bytes;
-    time_q_t   share_cost;
-    time_q_t   free;
-    time_q_t   cap_free;
-    bool       settled;
-    time_q_t   start;
-    time_q_t   cost;
-    seq_t      seq;
-    bool       settles;
-    bit<10>    rand_index;
-    bit<16>    rand_spike;
-    bool       lost;
-    bit<1>     bad;
-    bit<1>     new_bad;
-    bit<16>    rand_move;
-    bit<16>    rand_loss;
-    bit<32>    l3_len;
-    bit<32>    waiting;
-    bit<32>    waiting_bytes;
-    time_us_t  empty_since;
-    bit<2>     verdict;
-    bool       use_ecn;
-    bit<16>    rand_aqm;
-    bit<16>    rand_reorder;
-    bit<16>    rand_duplicate;
-    bit<16>    rand_corrupt;
-    bit<5>     flip_bit;
-    bit<16>    rand_ramp;
-    bool       ramp_mark;
-    bool       left;
-    time_us_t  busy_until;
-    bit<16>    rand;
-    bit<2>     outcome;
-    seq_t      next;
-    seq_t      new_next;
-    bool       skipped;
-    bool       blocked;
-    time_us_t  clock;
-    time_us_t  wake;
-    bit<3>     pad;   // BMv2 wants a header of whole bytes
-}
-
-struct headers_t {
-    ethernet_h ethernet;
-    ipv4_h     ipv4;
-    ipv6_h     ipv6;
-    l4_ports_h l4;
-    l4_word_h  l4_word;
-    pass_h     pass;
-}
-
 // Link parameters of one direction, loaded from the link_params table.
 struct link_params_t {
     bit<48>   byte_cost_q;     // serialization time per byte, us << TIME_FRAC_BITS
@@ -195,10 +133,80 @@ struct event_t {
     bit<8>      flags;        // EVENT_MARKED | EVENT_HELD | ...
 }
 
+// A class's RED state between arrivals (Red keeps it in registers).
+struct red_state_t {
+    bit<64> avg;      // Q.16, packets or bytes
+    bit<32> count;    // arrivals since the last signal, within the curve
+    bit<32> target;   // R x 65536
+}
+
+// The working values of one full pass of a packet through the link model
+// (the v1model glue's). BMv2 resets every metadata field, locals included, on
+// every pass of the hold loop; a header's fields only when it is made valid,
+// which only a full pass does: the fast path's passes never pay for these.
+// Never emitted.
+header pass_h {
+    time_us_t  now;
+    bit<32>    head;
+    bit<32>    tail;
+    bit<32>    slot;      // a deferred packet's place in its ring (defer_slot)
+    time_us_t  arrival;
+    bit<32>    bytes;
+    time_q_t   share_cost;
+    time_q_t   free;
+    time_q_t   cap_free;
+    bool       settled;
+    time_q_t   start;
+    time_q_t   cost;
+    seq_t      seq;
+    bool       settles;
+    bit<10>    rand_index;
+    bit<16>    rand_spike;
+    bool       lost;
+    bit<1>     bad;
+    bit<1>     new_bad;
+    bit<16>    rand_move;
+    bit<16>    rand_loss;
+    bit<32>    l3_len;
+    bit<32>    waiting;
+    bit<32>    waiting_bytes;
+    time_us_t  empty_since;
+    bit<2>     verdict;
+    bool       use_ecn;
+    bit<16>    rand_aqm;
+    bit<16>    rand_reorder;
+    bit<16>    rand_duplicate;
+    bit<16>    rand_corrupt;
+    bit<5>     flip_bit;
+    bit<16>    rand_ramp;
+    bool       ramp_mark;
+    bool       left;
+    time_us_t  busy_until;
+    bit<16>    rand;
+    bit<2>     outcome;
+    seq_t      next;
+    seq_t      new_next;
+    bool       skipped;
+    bool       blocked;
+    time_us_t  clock;
+    time_us_t  wake;
+    red_state_t aqm;
+    event_t    event;     // what LinkemuIngress reports, when meta.report
+    bit<3>     pad;       // BMv2 wants a header of whole bytes
+}
+
+struct headers_t {
+    ethernet_h ethernet;
+    ipv4_h     ipv4;
+    ipv6_h     ipv6;
+    l4_ports_h l4;
+    l4_word_h  l4_word;
+    pass_h     pass;
+}
+
 struct metadata_t {
     link_meta_t link;
-    bit<1>      report;   // this pass ends with `event` in the event log
-    event_t     event;
+    bit<1>      report;   // this pass ends with hdr.pass.event in the event log
 }
 
 #endif

@@ -195,7 +195,7 @@ control LinkPass(inout headers_t hdr, inout metadata_t meta,
         flags = flags | (meta.link.ahead == 1 ? EVENT_AHEAD : 0);
         flags = flags | (meta.link.dup == 1 ? EVENT_DUPLICATE : 0);
         meta.report = 1;
-        meta.event = {meta.link.dir, outcome, meta.link.seq, (bit<16>) l3_len,
+        hdr.pass.event = {meta.link.dir, outcome, meta.link.seq, (bit<16>) l3_len,
                       meta.link.arrival_us, meta.link.start_us, meta.link.due_us, at,
                       meta.link.retx, flags};
     }
@@ -325,17 +325,16 @@ control LinkPass(inout headers_t hdr, inout metadata_t meta,
             hdr.pass.verdict = AQM_PASS;
             hdr.pass.use_ecn = false;
             if (meta.link.queue.aqm == 1) {
-                red_state_t aqm;
-                red_avg.read(aqm.avg, meta.link.q_index);
-                red_count.read(aqm.count, meta.link.q_index);
-                red_target.read(aqm.target, meta.link.q_index);
+                red_avg.read(hdr.pass.aqm.avg, meta.link.q_index);
+                red_count.read(hdr.pass.aqm.count, meta.link.q_index);
+                red_target.read(hdr.pass.aqm.target, meta.link.q_index);
                 random(hdr.pass.rand_aqm, 0, 0xffff);
                 red.apply(hdr.pass.waiting, hdr.pass.waiting_bytes,
-                          hdr.pass.now - hdr.pass.empty_since, hdr.pass.rand_aqm, meta.link, aqm,
-                          hdr.pass.verdict, hdr.pass.use_ecn);
-                red_avg.write(meta.link.q_index, aqm.avg);
-                red_count.write(meta.link.q_index, aqm.count);
-                red_target.write(meta.link.q_index, aqm.target);
+                          hdr.pass.now - hdr.pass.empty_since, hdr.pass.rand_aqm, meta.link,
+                          hdr.pass.aqm, hdr.pass.verdict, hdr.pass.use_ecn);
+                red_avg.write(meta.link.q_index, hdr.pass.aqm.avg);
+                red_count.write(meta.link.q_index, hdr.pass.aqm.count);
+                red_target.write(meta.link.q_index, hdr.pass.aqm.target);
             }
             bool capable;
             bool ect1;
@@ -519,7 +518,7 @@ control LinkemuIngress(inout headers_t hdr, inout metadata_t meta,
         // another keeps BMv2's defaults and holds its events back for up to
         // 16 samples or a second.
         if (meta.report == 1) {
-            digest<event_t>(1, meta.event);
+            digest<event_t>(1, hdr.pass.event);
         }
     }
 }

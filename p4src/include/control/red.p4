@@ -13,12 +13,6 @@
 
 #include "../headers.p4"
 
-struct red_state_t {
-    bit<64> avg;      // Q.16, packets or bytes
-    bit<32> count;    // arrivals since the last signal, within the curve
-    bit<32> target;   // R x 65536
-}
-
 control Red(in bit<32> queue_pkts, in bit<32> queue_bytes, in time_us_t idle_us,
             in bit<16> rand, inout link_meta_t m, inout red_state_t s,
             out bit<2> verdict, out bool ecn) {
