@@ -196,8 +196,8 @@ control LinkPass(inout headers_t hdr, inout metadata_t meta,
         flags = flags | (meta.link.dup == 1 ? EVENT_DUPLICATE : 0);
         meta.report = 1;
         hdr.pass.event = {meta.link.dir, outcome, meta.link.seq, (bit<16>) l3_len,
-                      meta.link.arrival_us, meta.link.start_us, meta.link.due_us, at,
-                      meta.link.retx, flags};
+                          meta.link.arrival_us, meta.link.start_us, meta.link.due_us, at,
+                          meta.link.retx, flags};
     }
 
     apply {
@@ -286,7 +286,7 @@ control LinkPass(inout headers_t hdr, inout metadata_t meta,
         // This packet's own delay, drawn where its instants are set: on
         // arrival, or when a deferred packet's start is settled.
         hdr.pass.settles = !fresh && meta.link.deferred == 1 &&
-                       (int<32>) (meta.link.ticket - hdr.pass.head) < 0;
+                           (int<32>) (meta.link.ticket - hdr.pass.head) < 0;
         if ((fresh || hdr.pass.settles) && has(meta.link, FEATURE_DELAY_VARIATION)) {
             random(hdr.pass.rand_index, 0, 1023);
             random(hdr.pass.rand_spike, 0, 0xffff);
