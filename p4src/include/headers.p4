@@ -133,7 +133,8 @@ struct event_t {
     bit<8>      flags;        // EVENT_MARKED | EVENT_HELD | ...
 }
 
-// A class's RED state between arrivals (Red keeps it in registers).
+// A class's RED state between arrivals (the architecture glue keeps it in
+// registers).
 struct red_state_t {
     bit<64> avg;      // Q.16, packets or bytes
     bit<32> count;    // arrivals since the last signal, within the curve
