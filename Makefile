@@ -41,7 +41,7 @@ $(BUILD)/linkemu.json: $(P4_SRCS)
 	    --p4runtime-files $(BUILD)/linkemu.p4info.txtpb $(P4_MAIN)
 
 # The benchmark's baselines: plain port-to-port forwarding, a bare
-# recirculation hold loop, and forwarding in a program of linkemu's shape.
+# recirculation hold loop, and that loop in a program of linkemu's shape.
 $(BUILD)/forward.json $(BUILD)/hold.json $(BUILD)/shape.json: $(BUILD)/%.json: bench/%.p4
 	@command -v p4c >/dev/null || { $(MAKE) --no-print-directory check-tools; exit 1; }
 	@mkdir -p $(BUILD)

@@ -86,23 +86,26 @@ def stall_us(direction):
     return held + STALL_MARGIN_US
 
 
-LINK_PARAMS = "LinkemuIngress.link_pass.link_params.link_params"
-TRAFFIC_CLASS = "LinkemuIngress.link_pass.traffic_class.traffic_class"
-QUEUE_PARAMS = "LinkemuIngress.link_pass.traffic_class.queue_params"
-LINK_STATE = "LinkemuIngress.link_pass.link_errors.link_state"
-LOSS_MODEL = "LinkemuIngress.link_pass.loss_model.loss_model"
-RED_PARAMS = "LinkemuIngress.link_pass.red.red_params"
-RED_CURVE = "LinkemuIngress.link_pass.red.red_curve"
-RED_DECAY = "LinkemuIngress.link_pass.red.red_decay"
+# Names in the P4 program: the link model's tables and actions are in the
+# control LinkPass, applied by LinkemuIngress.
+PASS = "LinkemuIngress.link_pass."
+LINK_PARAMS = f"{PASS}link_params.link_params"
+TRAFFIC_CLASS = f"{PASS}traffic_class.traffic_class"
+QUEUE_PARAMS = f"{PASS}traffic_class.queue_params"
+LINK_STATE = f"{PASS}link_errors.link_state"
+LOSS_MODEL = f"{PASS}loss_model.loss_model"
+RED_PARAMS = f"{PASS}red.red_params"
+RED_CURVE = f"{PASS}red.red_curve"
+RED_DECAY = f"{PASS}red.red_decay"
 Q16 = 1 << 16
 RED_CURVE_STEPS = 32         # steps of p_b between min_th and max_th
 RED_DECAY_STEP = 0.98        # the idle decay factor changes by at most 2 % a step
 RED_DECAY_FLOOR = 1e-4       # beyond this, the average restarts from 0
-SOJOURN_RAMP = "LinkemuIngress.link_pass.sojourn_ramp.sojourn_ramp"
-JITTER = "LinkemuIngress.link_pass.delay_variation.jitter"
-DELAY_SPIKES = "LinkemuIngress.link_pass.delay_variation.delay_spikes"
-PACKET_FAULTS = "LinkemuIngress.link_pass.packet_faults.packet_faults"
-EVENT_LOG = "LinkemuIngress.link_pass.event_log.event_log"
+SOJOURN_RAMP = f"{PASS}sojourn_ramp.sojourn_ramp"
+JITTER = f"{PASS}delay_variation.jitter"
+DELAY_SPIKES = f"{PASS}delay_variation.delay_spikes"
+PACKET_FAULTS = f"{PASS}packet_faults.packet_faults"
+EVENT_LOG = f"{PASS}event_log.event_log"
 DUP_GROUP_BASE = 256   # p4src/v1model/linkemu.p4: group 256 + port sends to port twice
 SOJOURN_RAMP_STEPS = 32
 
@@ -132,7 +135,7 @@ def link_params_entry(name, direction, rate_bps, down=False):
     return TableEntry(
         table=LINK_PARAMS,
         match={"m.dir": DIRECTION_IDS[name]},
-        action="LinkemuIngress.link_pass.link_params.set_params",
+        action=f"{PASS}link_params.set_params",
         params={
             "byte_cost_q": byte_cost_q(rate_bps),
             "overhead_bytes": direction.overhead_bytes,
@@ -184,7 +187,7 @@ def class_queues(profile):
 
 
 def queue_params_entries(profile):
-    return [TableEntry(QUEUE_PARAMS, q.key(), "LinkemuIngress.link_pass.traffic_class.set_queue",
+    return [TableEntry(QUEUE_PARAMS, q.key(), f"{PASS}traffic_class.set_queue",
                        {"queue_limit": q.packets, "queue_bytes_limit": q.octets or 0,
                         "share_cost_q": byte_cost_q(q.rate_bps * q.share) if q.share else 0,
                         "deferred": int(q.deferred), "aqm": int(q.red is not None)})
@@ -207,7 +210,7 @@ def traffic_class_entries(profile):
                  "dscp": _ternary(match.dscp, 6), "protocol": _ternary(match.protocol, 8),
                  "src_port": _ternary(match.src_port, 16),
                  "dst_port": _ternary(match.dst_port, 16)},
-                "LinkemuIngress.link_pass.traffic_class.set_class", {"cls": CLASS_IDS["priority"]},
+                f"{PASS}traffic_class.set_class", {"cls": CLASS_IDS["priority"]},
                 priority=1))
     return entries
 
@@ -215,7 +218,7 @@ def traffic_class_entries(profile):
 def link_state_entries(errors):
     """Entries for per-direction error probabilities {direction: p}."""
     return [TableEntry(LINK_STATE, {"m.dir": DIRECTION_IDS[name]},
-                       "LinkemuIngress.link_pass.link_errors.set_error",
+                       f"{PASS}link_errors.set_error",
                        {"threshold": threshold(p)})
             for name, p in errors.items()]
 
@@ -228,11 +231,11 @@ def loss_model_entries(profile):
             continue
         dir_id = DIRECTION_IDS[name]
         entries.append(TableEntry(LOSS_MODEL, {"m.dir": dir_id, "bad": 0},
-                                  "LinkemuIngress.link_pass.loss_model.set_good",
+                                  f"{PASS}loss_model.set_good",
                                   {"to_bad": threshold(loss.to_bad),
                                    "loss": threshold(loss.good_loss)}))
         entries.append(TableEntry(LOSS_MODEL, {"m.dir": dir_id, "bad": 1},
-                                  "LinkemuIngress.link_pass.loss_model.set_bad",
+                                  f"{PASS}loss_model.set_bad",
                                   {"to_good": threshold(loss.to_good),
                                    "loss": threshold(loss.bad_loss)}))
     return entries
@@ -240,14 +243,14 @@ def loss_model_entries(profile):
 
 def jitter_entries(profile):
     return [TableEntry(JITTER, {"m.dir": DIRECTION_IDS[name], "rand_index": index},
-                       "LinkemuIngress.link_pass.delay_variation.set_delay", {"delay_us": delay})
+                       f"{PASS}delay_variation.set_delay", {"delay_us": delay})
             for name, direction in profile.directions().items() if direction.jitter
             for index, delay in enumerate(delay_table(direction.jitter, direction.delay_us))]
 
 
 def delay_spike_entries(profile):
     return [TableEntry(DELAY_SPIKES, {"m.dir": DIRECTION_IDS[name]},
-                       "LinkemuIngress.link_pass.delay_variation.set_spike",
+                       f"{PASS}delay_variation.set_spike",
                        {"threshold": threshold(d.delay_spikes.probability),
                         "length_us": d.delay_spikes.length_us})
             for name, d in profile.directions().items() if d.delay_spikes]
@@ -255,7 +258,7 @@ def delay_spike_entries(profile):
 
 def packet_fault_entries(profile):
     return [TableEntry(PACKET_FAULTS, {"m.dir": DIRECTION_IDS[name]},
-                       "LinkemuIngress.link_pass.packet_faults.set_faults",
+                       f"{PASS}packet_faults.set_faults",
                        {"reorder": threshold(d.reorder), "duplicate": threshold(d.duplicate),
                         "corrupt": threshold(d.corrupt)})
             for name, d in profile.directions().items() if d.reorder or d.duplicate or d.corrupt]
@@ -312,19 +315,19 @@ def red_entries(profile):
             continue
         key = queue.key()
         entries[RED_PARAMS].append(TableEntry(
-            RED_PARAMS, key, "LinkemuIngress.link_pass.red.set_red",
+            RED_PARAMS, key, f"{PASS}red.set_red",
             {"bytes": int(red.mode == "bytes"), "weight_q24": round(red.weight * 2**24),
              "use_ecn": int(red.ecn)}))
         for low, high, p_b in red_curve(red):
-            action, params = (("LinkemuIngress.link_pass.red.drop_all", {}) if p_b is None else
-                              ("LinkemuIngress.link_pass.red.signal_with",
+            action, params = ((f"{PASS}red.drop_all", {}) if p_b is None else
+                              (f"{PASS}red.signal_with",
                                {"p_b_q16": max(1, round(p_b * Q16))}))
             entries[RED_CURVE].append(TableEntry(
                 RED_CURVE, {**key, "s.avg": Range(low, high)}, action, params, priority=1))
         for low, high, factor in red_decay(red, queue.rate_bps):
             entries[RED_DECAY].append(TableEntry(
                 RED_DECAY, {**key, "idle_us": Range(low, high)},
-                "LinkemuIngress.link_pass.red.decay", {"factor_q16": round(factor * Q16)}, priority=1))
+                f"{PASS}red.decay", {"factor_q16": round(factor * Q16)}, priority=1))
     return entries
 
 
@@ -341,7 +344,7 @@ def sojourn_ramp(target_us):
 def sojourn_ramp_entries(profile):
     return [TableEntry(SOJOURN_RAMP,
                        {"m.dir": DIRECTION_IDS[name], "sojourn_us": Range(low, high)},
-                       "LinkemuIngress.link_pass.sojourn_ramp.mark_with", {"p_q16": round(p * Q16)},
+                       f"{PASS}sojourn_ramp.mark_with", {"p_q16": round(p * Q16)},
                        priority=1)
             for name, direction in profile.directions().items() if direction.sojourn_target_us
             for low, high, p in sojourn_ramp(direction.sojourn_target_us)]
@@ -350,7 +353,7 @@ def sojourn_ramp_entries(profile):
 def event_log_entries(directions):
     """Entries that make `directions` log every packet's fate."""
     return [TableEntry(EVENT_LOG, {"m.dir": DIRECTION_IDS[name]},
-                       "LinkemuIngress.link_pass.event_log.log_events") for name in directions]
+                       f"{PASS}event_log.log_events") for name in directions]
 
 
 def write_link_state(switch, state):
@@ -412,8 +415,8 @@ class PortLayout:
             raise ValueError(f"a port is listed twice: {sorted(numbers)}")
 
     def table_entries(self):
-        entries = [TableEntry("LinkemuIngress.link_pass.port_map.port_map", {"ingress_port": p.number},
-                              "LinkemuIngress.link_pass.port_map.set_direction",
+        entries = [TableEntry(f"{PASS}port_map.port_map", {"ingress_port": p.number},
+                              f"{PASS}port_map.set_direction",
                               {"dir": DIRECTION_IDS[direction]})
                    for direction, ports in (("downlink", self.fixed), ("uplink", self.mobile))
                    for p in ports]
@@ -432,9 +435,9 @@ class PortLayout:
 
     @staticmethod
     def _forward(dir_id, dst, priority, action, params):
-        return TableEntry("LinkemuIngress.link_pass.port_map.forward",
+        return TableEntry(f"{PASS}port_map.forward",
                           {"m.dir": dir_id, "hdr.ethernet.dst_addr": dst},
-                          f"LinkemuIngress.link_pass.port_map.{action}", params, priority)
+                          f"{PASS}port_map.{action}", params, priority)
 
     def multicast_groups(self):
         """Flooding to each side, and each port twice (duplicates)."""

@@ -346,8 +346,10 @@ class Switch:
         self.write(updates)
 
     def enable_digest(self, name, max_list_size=256, max_timeout_ns=5_000_000):
-        """Asks the switch to stream digest `name` to this (primary) client, in
-        lists of up to `max_list_size` sent at least every `max_timeout_ns`.
+        """Asks the switch to stream digest `name` to this (primary) client.
+        BMv2 hands PI its samples in lists of up to `max_list_size`, at least
+        every `max_timeout_ns`; PI sends what it gathered on a sweep of at
+        least 100 ms (two sweeps at most).
 
         Every sample is sent: no ack timeout, so the switch keeps no cache of
         samples it suppresses until acknowledged. Two identical events are

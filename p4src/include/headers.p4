@@ -145,7 +145,8 @@ struct red_state_t {
 // (the v1model glue's). BMv2 resets every metadata field, locals included, on
 // every pass of the hold loop; a header's fields only when it is made valid,
 // which only a full pass does: the fast path's passes never pay for these.
-// Never emitted.
+// Never emitted (BMv2 still adds its bytes to egress's packet_length, which
+// nothing reads there).
 header pass_h {
     time_us_t  now;
     bit<32>    head;
