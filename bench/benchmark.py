@@ -210,16 +210,20 @@ class Bench:
         thread.join()
         entered = sorted((f.ts, frame_seq(f.data)) for f in run.arrivals)
         delivered = {frame_seq(f.data) for f in run.departures}
-        latencies = []
-        for applied in driver.applied[1:]:
-            scheduled = applied.applied_unix - applied.latency_s
+        scheduled = [a.applied_unix - a.latency_s for a in driver.applied]
+        latencies, early = [], []
+        for applied, previous, instant in zip(driver.applied[1:], scheduled, scheduled[1:]):
             bad = applied.change.state == "bad"
-            after = [(ts, seq) for ts, seq in entered if ts >= scheduled]
-            first = next((ts for ts, seq in after if (seq not in delivered) == bad), None)
+            met_new = [ts for ts, seq in entered
+                       if ts >= previous and (seq not in delivered) == bad]
+            first = next((ts for ts in met_new if ts >= instant), None)
             if first is not None:
-                latencies.append(first - scheduled)
+                latencies.append(first - instant)
+            early += [instant - ts for ts in met_new if ts < instant]
         return {"changes": len(latencies), "frame_spacing_ms": spacing * 1e3,
-                **percentiles(latencies), "write_return": driver.latency_summary()}
+                **percentiles(latencies),
+                "early_frames": len(early), "early_max_ms": max(early, default=0) * 1e3,
+                "driver": driver.latency_summary()}
 
     # The hold loop ---------------------------------------------------------------
     def hold_floor(self, profile):

@@ -9,7 +9,7 @@ import time
 
 from scipy import stats
 
-from linkemu import dataplane
+from linkemu import dataplane, switch_clock
 from linkemu.fidelity import loss_bursts
 from linkemu.link_states import Segment, walk
 from linkemu.p4runtime import Switch
@@ -147,8 +147,8 @@ class StateChangeTest(LinkemuTest):
         phases = {"good": [], "bad": []}
         for frame in sent:
             seq, offset = frame_seq(frame.data), frame.ts - origin
-            # Skip 50 ms around each change: the driver's clock and ours differ.
-            if 0.05 < offset % 1.0 < 0.95:
+            # Skip 10 ms around each change (StateChangeOnTimeTest checks them).
+            if 0.01 < offset % 1.0 < 0.99:
                 phases["bad" if 1 <= offset < 2 else "good"].append(seq in delivered)
         good_rate = sum(phases["good"]) / len(phases["good"])
         bad_rate = sum(phases["bad"]) / len(phases["bad"])
@@ -158,6 +158,74 @@ class StateChangeTest(LinkemuTest):
         summary = driver.latency_summary()
         self.assertEqual(summary["changes"], 3)
         print(f"state change latency: {summary}")
+
+
+class StateChangeOnTimeTest(LinkemuTest):
+    """A state change takes over at its instant on the switch's clock, not
+    when its write returns: with the downlink's error toggling 0 <-> 1 every
+    200 ms and a frame every 0.5 ms, every frame that entered more than
+    0.5 ms (plus the clock's uncertainty) from a change met the state of its
+    side of the change, and every write was in place before its instant."""
+
+    def runTest(self):
+        static = {"distribution": "static", "value": "200ms"}
+        chain = profile(link_states={"start": {"good": 1}, "states": {
+            "good": {"error": 0, "duration": static, "next": {"bad": 1}},
+            "bad": {"error": {"downlink": 1, "uplink": 0}, "duration": static,
+                    "next": {"good": 1}}}}).states
+        driver = StateDriver(self.switch, chain, walk(chain))
+        thread = threading.Thread(target=driver.run, kwargs={"duration_s": 1.0})
+
+        def start_walk():
+            thread.start()
+            driver.started.wait()
+
+        def send():
+            self.send_spaced(FIXED_PORT, MOBILE, 2000, 0.0005, at_start=start_walk)
+            thread.join()
+
+        sent, received = self.timed(FIXED_PORT, MOBILE, send, wait=0.3)
+        self.assertIsNone(driver.error)
+        delivered = set(seqs(received))
+        changes = [(a.applied_unix - a.latency_s, a.change.state) for a in driver.applied]
+        tolerance = 0.0005 + driver.clock.uncertainty_s
+        wrong, near, checked = [], 0, 0
+        for frame in sent:
+            before = [(at, state) for at, state in changes if at <= frame.ts]
+            if not before:
+                continue
+            if min(abs(frame.ts - at) for at, _ in changes) <= tolerance:
+                near += 1
+                continue
+            checked += 1
+            at, state = before[-1]
+            if (frame_seq(frame.data) in delivered) != (state == "good"):
+                wrong.append((round((frame.ts - at) * 1e3, 3), state))
+        summary = driver.latency_summary()
+        print(f"state changes: {summary}; {checked} frames checked, {near} within "
+              f"{tolerance * 1e3:.2f} ms of a change skipped")
+        self.assertEqual(summary["changes"], 5)
+        self.assertGreater(checked, 1500)
+        self.assertGreater(near, 0)
+        self.assertEqual(wrong, [], "frames that met the wrong state (ms after change, state)")
+        self.assertEqual(summary["max_ms"], 0, "a change was written after its instant")
+
+
+class ClockProbeTest(LinkemuTest):
+    """A clock probe comes back to the controller only: no port sees it, no
+    link counter counts it, and two measurements agree on the switch's start."""
+
+    def runTest(self):
+        before = self.counters()
+        first = switch_clock.measure(self.switch)
+        second = switch_clock.measure(self.switch)
+        self.assert_quiet(0.3)
+        after = self.counters()
+        for name in ("link_in", "link_out", "drop_malformed"):
+            self.assertEqual(after[name], before[name], name)
+        self.assertLess(first.uncertainty_s, 0.005)
+        self.assertLessEqual(abs(first.start_unix - second.start_unix),
+                             first.uncertainty_s + second.uncertainty_s + 1e-6)
 
 
 class DriverSurvivesPushTest(LinkemuTest):

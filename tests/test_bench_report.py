@@ -19,7 +19,7 @@ def cell(rate, load, p99, rate_error=None):
     return c
 
 
-def results(logging=False, p99=0.4, change_p99=1.5, emu_pps=20000):
+def results(logging=False, p99=0.4, change_p99=1.5, change_early=0.0, emu_pps=20000):
     sweep = lambda pps: {"sustained_pps": pps, "sweep": [  # noqa: E731
         {"offered_pps": pps, "entered": pps, "delivered": pps, "cpu_s_per_packet_us": 30.0,
          "p50_ms": 0.1, "p99_ms": 0.3}],
@@ -51,7 +51,9 @@ def results(logging=False, p99=0.4, change_p99=1.5, emu_pps=20000):
                                          "mean_burst_law": 3.33, "chi_square_p": 0.5}},
             "state_change": {"changes": 10, "frame_spacing_ms": 0.5, "p50_ms": 1.0,
                              "p99_ms": change_p99, "max_ms": change_p99,
-                             "write_return": {"p50_ms": 2.0}},
+                             "early_frames": int(change_early > 0),
+                             "early_max_ms": change_early,
+                             "driver": {"max_ms": 0.0, "clock_uncertainty_ms": 0.2}},
             "zero_delay": sweep(emu_pps),
             "held_cpu": [{"held": 10, "cores": 0.6}], "hold_floor": floor,
             "event_log": [
@@ -69,6 +71,7 @@ def test_targets_are_judged_only_up_to_20_mbits():
 
 @pytest.mark.parametrize("change, fragment", [
     ({"p99": 0.7}, "delay error p99"), ({"change_p99": 2.5}, "state-change"),
+    ({"change_early": 2.5}, "state-change"),
     ({"emu_pps": 10000}, "plain forwarding's throughput")])
 def test_a_missed_target_is_reported_with_its_figure(change, fragment):
     missed = [(t, m) for t, m, met, _ in report.assess(results(**change)) if not met]

@@ -9,6 +9,8 @@ import time
 from pathlib import Path
 
 SWITCH_BINARY = "simple_switch_grpc"
+# P4Runtime packet I/O (clock probes) goes through this port, as linkemu.p4 says.
+CPU_PORT = 255
 GET_TOOLS = ("p4lang's packages or containers: "
              "https://github.com/p4lang/behavioral-model#installing-bmv2 and "
              "https://github.com/p4lang/p4c#installing-packages")
@@ -52,7 +54,8 @@ class SimpleSwitchGrpc:
         args = [SWITCH_BINARY, "--device-id", str(self.device_id), "--no-p4"]
         for number, name in sorted(self.ports.items()):
             args += ["-i", f"{number}@{name}"]
-        return args + ["--", "--grpc-server-addr", self.grpc_address]
+        return args + ["--", "--grpc-server-addr", self.grpc_address,
+                       "--cpu-port", str(CPU_PORT)]
 
     def start(self, timeout=15.0):
         if self._listening():

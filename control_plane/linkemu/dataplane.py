@@ -215,11 +215,14 @@ def traffic_class_entries(profile):
     return entries
 
 
-def link_state_entries(errors):
-    """Entries for per-direction error probabilities {direction: p}."""
+def link_state_entries(errors, next_errors=None, at_us=0):
+    """Entries for per-direction error probabilities {direction: p}; with
+    `next_errors`, those take over at `at_us` on the switch's clock."""
+    next_errors = errors if next_errors is None else next_errors
     return [TableEntry(LINK_STATE, {"m.dir": DIRECTION_IDS[name]},
                        f"{PASS}link_errors.set_error",
-                       {"threshold": threshold(p)})
+                       {"threshold": threshold(p), "next": threshold(next_errors[name]),
+                        "at": at_us})
             for name, p in errors.items()]
 
 
@@ -354,11 +357,6 @@ def event_log_entries(directions):
     """Entries that make `directions` log every packet's fate."""
     return [TableEntry(EVENT_LOG, {"m.dir": DIRECTION_IDS[name]},
                        f"{PASS}event_log.log_events") for name in directions]
-
-
-def write_link_state(switch, state):
-    """Applies a link state's error probabilities (entries exist since install)."""
-    switch.modify(link_state_entries(state.error))
 
 
 @dataclass(frozen=True)

@@ -77,6 +77,7 @@ class P4Info:
         self._actions = {a.preamble.name: a for a in message.actions}
         self._counters = {c.preamble.name: c for c in message.counters}
         self._digests = {d.preamble.name: d for d in message.digests}
+        self._packet_metadata = {c.preamble.name: c for c in message.controller_packet_metadata}
         for objects in (self._tables, self._actions, self._counters, self._digests):
             for obj in list(objects.values()):
                 objects.setdefault(obj.preamble.alias, obj)
@@ -105,6 +106,11 @@ class P4Info:
 
     def digest(self, name):
         return self._lookup(self._digests, "digest", name)
+
+    def packet_in_metadata(self):
+        """{id: (name, bitwidth)} of the metadata the switch puts on a packet-in."""
+        header = self._lookup(self._packet_metadata, "controller header", "packet_in")
+        return {m.id: (m.name, m.bitwidth) for m in header.metadata}
 
     def struct_members(self, digest):
         """(name, bitwidth) of each member of a digest's struct, in order."""
@@ -166,6 +172,7 @@ class Switch:
         self._responses = None
         self._stream = None
         self._digests = None
+        self._packets_in = None
         self._p4info = None
 
     def __enter__(self):
@@ -188,6 +195,7 @@ class Switch:
         self._requests = queue.Queue()
         self._responses = queue.Queue()
         self._digests = queue.Queue()
+        self._packets_in = queue.Queue()
         self._stream = self._stub.StreamChannel(iter(self._requests.get, None))
         threading.Thread(target=self._read_stream, daemon=True).start()
         self._become_primary()
@@ -197,6 +205,9 @@ class Switch:
             for response in self._stream:
                 if response.HasField("digest"):
                     self._digests.put(response.digest)
+                elif response.HasField("packet"):
+                    # Stamped here: a clock probe's round trip ends now.
+                    self._packets_in.put((time.time(), response.packet))
                 else:
                     self._responses.put(response)
         except grpc.RpcError as err:
@@ -392,6 +403,26 @@ class Switch:
         return [{m: int.from_bytes(value.bitstring, "big")
                  for m, value in zip(members, data.struct.members)}
                 for data in message.data]
+
+    def send_packet(self, payload):
+        """Sends `payload` into the pipeline on the switch's CPU port (a
+        packet-out without metadata)."""
+        request = p4runtime_pb2.StreamMessageRequest()
+        request.packet.payload = payload
+        self._requests.put(request)
+
+    def next_packet_in(self, timeout):
+        """(instant received as time.time(), payload, {metadata name: int}) of
+        the next packet the switch sent this (primary) client; None when none
+        came within `timeout` seconds."""
+        try:
+            received, packet = self._packets_in.get(timeout=timeout)
+        except queue.Empty:
+            return None
+        names = self.p4info.packet_in_metadata()
+        metadata = {names[m.metadata_id][0]: int.from_bytes(m.value, "big")
+                    for m in packet.metadata if m.metadata_id in names}
+        return received, packet.payload, metadata
 
     def read_counter(self, name):
         """All cells of an indexed counter."""

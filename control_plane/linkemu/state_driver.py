@@ -1,9 +1,10 @@
 """Drives the link's changes over time on a switch, in real time: the
 link-state timeline (StateDriver) and a varying rate (RateDriver).
 
-Each change is written at its scheduled instant; the write returns once BMv2
-has applied it, so the time from the scheduled instant to the write's return
-is the latency with which the data plane follows the schedule.
+A rate change is written at its scheduled instant and applies when the write
+returns. A state change is written ahead of its instant, with that instant on
+the switch's clock, and the data plane changes state then: its latency is
+only the clock's uncertainty, unless the write came back late.
 """
 
 import csv
@@ -14,18 +15,21 @@ import time
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-from . import dataplane
+from . import dataplane, switch_clock
 from .link_states import TIMELINE_FIELDS, timeline_row
 
 APPLIED_FIELDS = ("applied_unix", "latency_ms")
 RATE_FIELDS = ("start_us", "direction", "rate_bps", "down")
+# How far ahead of its instant a state change is written: far more than a
+# write takes, and never before the previous change has taken over.
+STATE_LEAD_S = 0.1
 
 
 @dataclass(frozen=True)
 class Applied:
     change: object
-    applied_unix: float
-    latency_s: float
+    applied_unix: float    # when the data plane followed the change
+    latency_s: float       # after its scheduled instant
 
 
 def default_record_path(profile_name, kind="timeline"):
@@ -34,7 +38,9 @@ def default_record_path(profile_name, kind="timeline"):
 
 
 class ScheduleDriver:
-    """Writes timed changes to `switch`; subclasses say what a change writes."""
+    """Writes timed changes to `switch`; subclasses say what a change writes
+    and when. Instants are host real time (time.time()), the clock BMv2
+    stamps packets with."""
 
     fields = ()
 
@@ -50,40 +56,62 @@ class ScheduleDriver:
     def start_us(self, change):
         raise NotImplementedError
 
-    def write(self, change):
+    def write_at(self, instant, previous):
+        """When to write the change due at `instant`, after the one due at
+        `previous`."""
+        return instant
+
+    def write(self, change, instant):
+        """Writes `change`, due at `instant` (None: at once)."""
         raise NotImplementedError
 
     def row(self, change):
         raise NotImplementedError
 
+    def prepare(self):
+        """Before the first change."""
+
     def run(self, duration_s=None):
         """Until the changes end, `duration_s` passes, or stop() is called.
-        A failure to write ends the walk; it is kept in `error` and raised."""
-        self.started.set()
+        The walk starts once prepared (`started` is set then, or on failure).
+        A failure ends the walk; it is kept in `error` and raised."""
         record = open(self.record_path, "w", newline="") if self.record_path else None
         writer = csv.writer(record) if record else None
         if writer:
             writer.writerow(self.fields + APPLIED_FIELDS)
-        origin = time.monotonic()
         try:
+            try:
+                self.prepare()
+            finally:
+                self.started.set()
+            origin = previous = None
             for change in self.changes:
-                start = self.start_us(change) / 1e6
-                if duration_s is not None and start >= duration_s:
+                offset = self.start_us(change) / 1e6
+                if duration_s is not None and offset >= duration_s:
                     break
-                if self.stopping.wait(max(0.0, origin + start - time.monotonic())):
-                    break
-                try:
-                    self.write(change)
-                except Exception as err:
-                    self.error = err
-                    raise
-                latency = time.monotonic() - (origin + start)
-                applied = Applied(change, time.time(), latency)
+                if origin is None:
+                    # The walk starts when its first change is in place.
+                    self.write(change, None)
+                    returned = instant = time.time()
+                    origin = instant - offset
+                else:
+                    instant = origin + offset
+                    if self.stopping.wait(
+                            max(0.0, self.write_at(instant, previous) - time.time())):
+                        break
+                    self.write(change, instant)
+                    returned = time.time()
+                applied_unix = max(instant, returned)
+                applied = Applied(change, applied_unix, applied_unix - instant)
                 self.applied.append(applied)
+                previous = instant
                 if writer:
                     writer.writerow(self.row(change) + (
-                        f"{applied.applied_unix:.6f}", f"{latency * 1e3:.3f}"))
+                        f"{applied.applied_unix:.6f}", f"{applied.latency_s * 1e3:.3f}"))
                     record.flush()
+        except Exception as err:
+            self.error = err
+            raise
         finally:
             if record:
                 record.close()
@@ -122,22 +150,44 @@ def running(*drivers):
 
 class StateDriver(ScheduleDriver):
     """Walks `segments` (link_states.Segment) of `chain`: each writes its
-    state's error probabilities. The record is a replayable timeline."""
+    state's error probabilities, to take over from the previous state's at
+    the segment's start on the switch's clock (measured first, by probes).
+    The record is a replayable timeline."""
 
     fields = TIMELINE_FIELDS
 
     def __init__(self, switch, chain, segments, record_path=None):
         super().__init__(switch, segments, record_path)
         self.chain = chain
+        self.clock = None
+        self.current = None
+
+    def prepare(self):
+        self.clock = switch_clock.measure(self.switch)
 
     def start_us(self, segment):
         return segment.start_us
 
-    def write(self, segment):
-        dataplane.write_link_state(self.switch, self.chain.states[segment.state])
+    def write_at(self, instant, previous):
+        # The entry holds one change: it replaces the previous one only once
+        # that has surely taken over on the switch.
+        return max(previous + self.clock.uncertainty_s, instant - STATE_LEAD_S)
+
+    def write(self, segment, instant):
+        state = self.chain.states[segment.state]
+        current = self.current or state
+        at_us = 0 if instant is None else self.clock.switch_us(instant)
+        self.switch.modify(dataplane.link_state_entries(current.error, state.error, at_us))
+        self.current = state
 
     def row(self, segment):
         return timeline_row(segment)
+
+    def latency_summary(self):
+        summary = super().latency_summary()
+        if summary:
+            summary["clock_uncertainty_ms"] = self.clock.uncertainty_s * 1e3
+        return summary
 
 
 def rate_changes(profile):
@@ -164,7 +214,7 @@ class RateDriver(ScheduleDriver):
     def start_us(self, change):
         return change[1].start_us
 
-    def write(self, change):
+    def write(self, change, instant):
         name, segment = change
         direction = self.profile.directions()[name]
         self.switch.modify([dataplane.link_params_entry(name, direction, segment.rate_bps,

@@ -197,7 +197,15 @@ header pass_h {
     bit<3>     pad;       // BMv2 wants a header of whole bytes
 }
 
+// The switch's clock when a controller's probe entered (P4Runtime packet-in
+// metadata): the controller places link-state changes on this clock.
+@controller_header("packet_in")
+header clock_stamp_h {
+    time_us_t ingress_us;
+}
+
 struct headers_t {
+    clock_stamp_h clock_stamp;
     ethernet_h ethernet;
     ipv4_h     ipv4;
     ipv6_h     ipv6;

@@ -39,6 +39,7 @@
 #include "../include/control/event_log.p4"
 
 const bit<32> INSTANCE_TYPE_RECIRC = 4;
+const bit<9>  CPU_PORT = 255;         // simple_switch_grpc --cpu-port: P4Runtime packet I/O
 const bit<9>  HOLD_PORT_BASE = 448;   // 448, 452, .. 508: never attach these
 const bit<9>  HOLD_PORT_MASK = 15;    // 16 hold ports, chosen by sequence number
 const bit<8>  FL_HOLD = 1;            // @field_list(1) in link_meta_t
@@ -229,7 +230,15 @@ control LinkPass(inout headers_t hdr, inout metadata_t meta,
             bool known;
             port_map.apply(std.ingress_port, hdr, meta.link, known);
             if (!known) {
-                mark_to_drop(std);
+                if (std.ingress_port == CPU_PORT) {
+                    // A controller's clock probe goes back stamped.
+                    hdr.clock_stamp.setValid();
+                    hdr.clock_stamp.ingress_us = std.ingress_global_timestamp;
+                    std.egress_spec = CPU_PORT;
+                    meta.link.released = 1;
+                } else {
+                    mark_to_drop(std);
+                }
                 return;
             }
         }
@@ -532,7 +541,9 @@ control LinkemuEgress(inout headers_t hdr, inout metadata_t meta,
             log_clock.write(0, std.egress_global_timestamp);
         }
         if (meta.link.released == 1) {
-            link_out.count((bit<32>) meta.link.dir);
+            if (!hdr.clock_stamp.isValid()) {
+                link_out.count((bit<32>) meta.link.dir);
+            }
         } else {
             meta.link.now_us = std.egress_global_timestamp;
             recirculate_preserving_field_list(FL_HOLD);
@@ -542,6 +553,7 @@ control LinkemuEgress(inout headers_t hdr, inout metadata_t meta,
 
 control LinkemuDeparser(packet_out pkt, in headers_t hdr) {
     apply {
+        pkt.emit(hdr.clock_stamp);
         pkt.emit(hdr.ethernet);
         pkt.emit(hdr.ipv4);
         pkt.emit(hdr.ipv6);

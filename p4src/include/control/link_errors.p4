@@ -1,8 +1,8 @@
 // Frame errors on the link, with link-layer retransmission (ARQ).
 //
 // A frame is drawn once serialization ends, with the error probability of the
-// link state current at that instant (written by the control plane as the
-// state timeline advances). An errored frame is retransmitted: delayed by
+// link state current at that instant (the control plane writes each change of
+// the state timeline, with its instant on the switch's clock, ahead of it). An errored frame is retransmitted: delayed by
 // retx_delay_us and drawn again with the state current then. After max_retx
 // failed retransmissions it is lost. Without ARQ (max_retx = 0) an error
 // loses the frame at once.
@@ -12,21 +12,31 @@
 #include "../headers.p4"
 
 control LinkErrors(in bit<16> rand, inout link_meta_t m, out bit<2> outcome) {
-    bit<32> error_threshold = 0;   // P(error) x 65536
+    bit<32> error_threshold;   // P(error) x 65536
+    bit<32> next_threshold;
+    time_us_t change_us;
 
-    action set_error(bit<32> threshold) {
+    // The current state's error probability, and from change_us on the next
+    // state's: the controller writes a change ahead of its instant, so the
+    // data plane changes state on time whatever a write's latency.
+    action set_error(bit<32> threshold, bit<32> next, time_us_t at) {
         error_threshold = threshold;
+        next_threshold = next;
+        change_us = at;
     }
 
     table link_state {
         key = { m.dir : exact; }
-        actions = { set_error; @defaultonly NoAction; }
-        const default_action = NoAction;
+        actions = { set_error; }
+        const default_action = set_error(0, 0, 0);
         size = 2;
     }
 
     apply {
         link_state.apply();
+        if (m.attempt_us >= change_us) {
+            error_threshold = next_threshold;
+        }
         if ((bit<32>) rand >= error_threshold) {
             outcome = DRAW_THROUGH;
             m.link_done = 1;
