@@ -11,9 +11,16 @@
 
 #include "../headers.p4"
 
+// The control's working values live in a header of its own, made valid when
+// it runs: BMv2 resets every metadata field (locals included) on every pass
+// of the hold loop, a header's fields only when it is made valid.
+header delay_variation_work_h {
+    bit<32>   spike_threshold;   // P(spike) x 65536
+    time_us_t spike_us;
+}
+
 control DelayVariation(in bit<10> rand_index, in bit<16> rand_spike, inout link_meta_t m) {
-    bit<32>   spike_threshold = 0;   // P(spike) x 65536
-    time_us_t spike_us = 0;
+    delay_variation_work_h w;
 
     action set_delay(time_us_t delay_us) {
         m.params.delay_us = delay_us;
@@ -30,22 +37,23 @@ control DelayVariation(in bit<10> rand_index, in bit<16> rand_spike, inout link_
     }
 
     action set_spike(bit<32> threshold, time_us_t length_us) {
-        spike_threshold = threshold;
-        spike_us = length_us;
+        w.spike_threshold = threshold;
+        w.spike_us = length_us;
     }
 
     table delay_spikes {
         key = { m.dir : exact; }
-        actions = { set_spike; @defaultonly NoAction; }
-        const default_action = NoAction;
+        actions = { set_spike; }
+        const default_action = set_spike(0, 0);
         size = 2;
     }
 
     apply {
+        w.setValid();
         jitter.apply();
         delay_spikes.apply();
-        if ((bit<32>) rand_spike < spike_threshold) {
-            m.params.delay_us = m.params.delay_us + spike_us;
+        if ((bit<32>) rand_spike < w.spike_threshold) {
+            m.params.delay_us = m.params.delay_us + w.spike_us;
         }
     }
 }

@@ -11,18 +11,25 @@
 
 #include "../headers.p4"
 
-control LinkErrors(in bit<16> rand, inout link_meta_t m, out bit<2> outcome) {
-    bit<32> error_threshold;   // P(error) x 65536
-    bit<32> next_threshold;
+// The control's working values live in a header of its own, made valid when
+// it runs: BMv2 resets every metadata field (locals included) on every pass
+// of the hold loop, a header's fields only when it is made valid.
+header link_errors_work_h {
+    bit<32>   threshold;        // P(error) x 65536
+    bit<32>   next_threshold;
     time_us_t change_us;
+}
+
+control LinkErrors(in bit<16> rand, inout link_meta_t m, out bit<2> outcome) {
+    link_errors_work_h w;
 
     // The current state's error probability, and from change_us on the next
     // state's: the controller writes a change ahead of its instant, so the
     // data plane changes state on time whatever a write's latency.
     action set_error(bit<32> threshold, bit<32> next, time_us_t at) {
-        error_threshold = threshold;
-        next_threshold = next;
-        change_us = at;
+        w.threshold = threshold;
+        w.next_threshold = next;
+        w.change_us = at;
     }
 
     table link_state {
@@ -33,11 +40,12 @@ control LinkErrors(in bit<16> rand, inout link_meta_t m, out bit<2> outcome) {
     }
 
     apply {
+        w.setValid();
         link_state.apply();
-        if (m.attempt_us >= change_us) {
-            error_threshold = next_threshold;
+        if (m.attempt_us >= w.change_us) {
+            w.threshold = w.next_threshold;
         }
-        if ((bit<32>) rand >= error_threshold) {
+        if ((bit<32>) rand >= w.threshold) {
             outcome = DRAW_THROUGH;
             m.link_done = 1;
         } else if (m.retx < m.params.max_retx) {

@@ -8,19 +8,26 @@
 
 #include "../headers.p4"
 
+// The control's working values live in a header of its own, made valid when
+// it runs: BMv2 resets every metadata field (locals included) on every pass
+// of the hold loop, a header's fields only when it is made valid.
+header loss_model_work_h {
+    bit<32> p_move;
+    bit<32> p_loss;
+}
+
 control LossModel(in bit<16> rand_move, in bit<16> rand_loss, in bit<1> bad,
                   inout link_meta_t m, out bit<1> new_bad, out bool lost) {
-    bit<32> p_move = 0;
-    bit<32> p_loss = 0;
+    loss_model_work_h w;
 
     action set_good(bit<32> to_bad, bit<32> loss) {
-        p_move = to_bad;
-        p_loss = loss;
+        w.p_move = to_bad;
+        w.p_loss = loss;
     }
 
     action set_bad(bit<32> to_good, bit<32> loss) {
-        p_move = to_good;
-        p_loss = loss;
+        w.p_move = to_good;
+        w.p_loss = loss;
     }
 
     table loss_model {
@@ -28,19 +35,20 @@ control LossModel(in bit<16> rand_move, in bit<16> rand_loss, in bit<1> bad,
             m.dir : exact;
             bad   : exact;
         }
-        actions = { set_good; set_bad; @defaultonly NoAction; }
-        const default_action = NoAction;
+        actions = { set_good; set_bad; }
+        const default_action = set_good(0, 0);   // no loss model: a miss
         size = 4;
     }
 
     apply {
         new_bad = bad;
         lost = false;
+        w.setValid();
         if (loss_model.apply().hit) {
-            if ((bit<32>) rand_move < p_move) {
+            if ((bit<32>) rand_move < w.p_move) {
                 new_bad = ~bad;
             }
-            lost = (bit<32>) rand_loss < p_loss;
+            lost = (bit<32>) rand_loss < w.p_loss;
         }
     }
 }

@@ -15,37 +15,45 @@
 
 #include "../headers.p4"
 
+// The control's working values live in a header of its own, made valid when
+// it runs: BMv2 resets every metadata field (locals included) on every pass
+// of the hold loop, a header's fields only when it is made valid.
+header packet_faults_work_h {
+    bit<32> reorder_threshold;     // P x 65536
+    bit<32> duplicate_threshold;
+    bit<32> corrupt_threshold;
+}
+
 control PacketFaults(in bit<16> rand_reorder, in bit<16> rand_duplicate,
                      in bit<16> rand_corrupt, in bit<5> flip_bit,
                      inout headers_t hdr, inout link_meta_t m, out bool corrupted) {
-    bit<32> reorder_threshold = 0;     // P x 65536
-    bit<32> duplicate_threshold = 0;
-    bit<32> corrupt_threshold = 0;
+    packet_faults_work_h w;
 
     action set_faults(bit<32> reorder, bit<32> duplicate, bit<32> corrupt) {
-        reorder_threshold = reorder;
-        duplicate_threshold = duplicate;
-        corrupt_threshold = corrupt;
+        w.reorder_threshold = reorder;
+        w.duplicate_threshold = duplicate;
+        w.corrupt_threshold = corrupt;
     }
 
     table packet_faults {
         key = { m.dir : exact; }
-        actions = { set_faults; @defaultonly NoAction; }
-        const default_action = NoAction;
+        actions = { set_faults; }
+        const default_action = set_faults(0, 0, 0);
         size = 2;
     }
 
     apply {
         corrupted = false;
+        w.setValid();
         packet_faults.apply();
-        if ((bit<32>) rand_reorder < reorder_threshold) {
+        if ((bit<32>) rand_reorder < w.reorder_threshold) {
             m.ahead = 1;
             m.params.delay_us = 0;
         }
-        if ((bit<32>) rand_duplicate < duplicate_threshold) {
+        if ((bit<32>) rand_duplicate < w.duplicate_threshold) {
             m.dup = 1;
         }
-        if ((bit<32>) rand_corrupt < corrupt_threshold && hdr.l4_word.isValid()) {
+        if ((bit<32>) rand_corrupt < w.corrupt_threshold && hdr.l4_word.isValid()) {
             hdr.l4_word.word = hdr.l4_word.word ^ ((bit<32>) 1 << flip_bit);
             corrupted = true;
         }

@@ -13,17 +13,25 @@
 
 #include "../headers.p4"
 
+// The control's working values live in a header of its own, made valid when
+// it runs: BMv2 resets every metadata field (locals included) on every pass
+// of the hold loop, a header's fields only when it is made valid.
+header red_work_h {
+    bit<64> weight;       // w x 2^24
+    bit<64> factor;       // decay, Q.16
+    bit<32> p_b;          // Q.16
+    bit<1>  bytes_mode;
+    bit<7>  pad;          // BMv2 wants a header of whole bytes
+}
+
 control Red(in bit<32> queue_pkts, in bit<32> queue_bytes, in time_us_t idle_us,
             in bit<16> rand, inout link_meta_t m, inout red_state_t s,
             out bit<2> verdict, out bool ecn) {
-    bit<1>  bytes_mode = 0;
-    bit<64> weight = 0;      // w x 2^24
-    bit<64> factor = 0;      // decay, Q.16
-    bit<32> p_b = 0;         // Q.16
+    red_work_h w;
 
     action set_red(bit<1> bytes, bit<32> weight_q24, bit<1> use_ecn) {
-        bytes_mode = bytes;
-        weight = (bit<64>) weight_q24;
+        w.bytes_mode = bytes;
+        w.weight = (bit<64>) weight_q24;
         ecn = use_ecn == 1;
     }
 
@@ -32,13 +40,13 @@ control Red(in bit<32> queue_pkts, in bit<32> queue_bytes, in time_us_t idle_us,
             m.dir : exact;
             m.cls : exact;
         }
-        actions = { set_red; @defaultonly NoAction; }
-        const default_action = NoAction;
+        actions = { set_red; }
+        const default_action = set_red(0, 0, 0);   // no RED: a miss
         size = 4;
     }
 
     action decay(bit<32> factor_q16) {
-        factor = (bit<64>) factor_q16;
+        w.factor = (bit<64>) factor_q16;
     }
 
     table red_decay {
@@ -47,17 +55,17 @@ control Red(in bit<32> queue_pkts, in bit<32> queue_bytes, in time_us_t idle_us,
             m.cls   : exact;
             idle_us : range;
         }
-        actions = { decay; @defaultonly NoAction; }
-        const default_action = NoAction;   // idle beyond the table: average 0
+        actions = { decay; }
+        const default_action = decay(0);   // idle beyond the table: average 0
         size = 2048;
     }
 
     action signal_with(bit<32> p_b_q16) {
-        p_b = p_b_q16;
+        w.p_b = p_b_q16;
     }
 
     action drop_all() {
-        p_b = 0;
+        w.p_b = 0;
         verdict = AQM_DROP;
     }
 
@@ -67,32 +75,33 @@ control Red(in bit<32> queue_pkts, in bit<32> queue_bytes, in time_us_t idle_us,
             m.cls : exact;
             s.avg : range;
         }
-        actions = { signal_with; drop_all; @defaultonly NoAction; }
-        const default_action = NoAction;   // below min_th
+        actions = { signal_with; drop_all; }
+        const default_action = signal_with(0);   // below min_th: a miss
         size = 2048;
     }
 
     apply {
         verdict = AQM_PASS;
         ecn = false;
+        w.setValid();
         if (!red_params.apply().hit) {
             return;
         }
-        bit<64> q = ((bit<64>) (bytes_mode == 1 ? queue_bytes : queue_pkts)) << 16;
+        bit<64> q = ((bit<64>) (w.bytes_mode == 1 ? queue_bytes : queue_pkts)) << 16;
         if (queue_pkts == 0) {
             red_decay.apply();
-            s.avg = (s.avg * factor) >> 16;
+            s.avg = (s.avg * w.factor) >> 16;
         } else if (q >= s.avg) {
-            s.avg = s.avg + (((q - s.avg) * weight) >> 24);
+            s.avg = s.avg + (((q - s.avg) * w.weight) >> 24);
         } else {
-            s.avg = s.avg - (((s.avg - q) * weight) >> 24);
+            s.avg = s.avg - (((s.avg - q) * w.weight) >> 24);
         }
         if (red_curve.apply().hit) {
             if (verdict == AQM_DROP) {
                 s.count = 0;
             } else {
                 s.count = s.count + 1;
-                if ((bit<64>) s.count * (bit<64>) p_b >= (bit<64>) s.target) {
+                if ((bit<64>) s.count * (bit<64>) w.p_b >= (bit<64>) s.target) {
                     verdict = AQM_SIGNAL;
                     s.count = 0;
                     s.target = (bit<32>) rand;

@@ -8,12 +8,19 @@
 
 #include "../headers.p4"
 
+// The control's working values live in a header of its own, made valid when
+// it runs: BMv2 resets every metadata field (locals included) on every pass
+// of the hold loop, a header's fields only when it is made valid.
+header sojourn_ramp_work_h {
+    bit<32> p_mark;   // Q.16
+}
+
 control SojournRamp(in time_us_t sojourn_us, in bit<16> rand, in link_meta_t m,
                     out bool mark) {
-    bit<32> p_mark = 0;   // Q.16
+    sojourn_ramp_work_h w;
 
     action mark_with(bit<32> p_q16) {
-        p_mark = p_q16;
+        w.p_mark = p_q16;
     }
 
     table sojourn_ramp {
@@ -21,13 +28,14 @@ control SojournRamp(in time_us_t sojourn_us, in bit<16> rand, in link_meta_t m,
             m.dir      : exact;
             sojourn_us : range;
         }
-        actions = { mark_with; @defaultonly NoAction; }
-        const default_action = NoAction;   // below half the target
+        actions = { mark_with; }
+        const default_action = mark_with(0);   // below half the target: a miss
         size = 128;
     }
 
     apply {
-        mark = sojourn_ramp.apply().hit && (bit<32>) rand < p_mark;
+        w.setValid();
+        mark = sojourn_ramp.apply().hit && (bit<32>) rand < w.p_mark;
     }
 }
 

@@ -10,12 +10,20 @@
 
 #include "../headers.p4"
 
+// The control's working values live in a header of its own, made valid when
+// it runs: BMv2 resets every metadata field (locals included) on every pass
+// of the hold loop, a header's fields only when it is made valid.
+header traffic_class_work_h {
+    bit<16> src_port;
+    bit<16> dst_port;
+    bit<8>  protocol;
+    bit<6>  dscp;
+    bit<1>  is_ip;
+    bit<1>  pad;        // BMv2 wants a header of whole bytes
+}
+
 control TrafficClass(in headers_t hdr, inout link_meta_t m) {
-    bit<1>  is_ip = 0;
-    bit<6>  dscp = 0;
-    bit<8>  protocol = 0;
-    bit<16> src_port = 0;
-    bit<16> dst_port = 0;
+    traffic_class_work_h w;
 
     action set_class(bit<1> cls) {
         m.cls = cls;
@@ -23,12 +31,12 @@ control TrafficClass(in headers_t hdr, inout link_meta_t m) {
 
     table traffic_class {
         key = {
-            m.dir    : exact;
-            is_ip    : exact;
-            dscp     : ternary;
-            protocol : ternary;
-            src_port : ternary;
-            dst_port : ternary;
+            m.dir      : exact;
+            w.is_ip    : exact @name("is_ip");
+            w.dscp     : ternary @name("dscp");
+            w.protocol : ternary @name("protocol");
+            w.src_port : ternary @name("src_port");
+            w.dst_port : ternary @name("dst_port");
         }
         actions = { set_class; @defaultonly NoAction; }
         const default_action = NoAction;
@@ -69,18 +77,24 @@ control TrafficClass(in headers_t hdr, inout link_meta_t m) {
     // Applied once, when the packet arrives.
     apply {
         m.cls = CLASS_BEST_EFFORT;
+        w.setValid();
+        w.src_port = 0;
+        w.dst_port = 0;
+        w.protocol = 0;
+        w.dscp = 0;
+        w.is_ip = 0;
         if (hdr.ipv4.isValid()) {
-            is_ip = 1;
-            dscp = hdr.ipv4.dscp;
-            protocol = hdr.ipv4.protocol;
+            w.is_ip = 1;
+            w.dscp = hdr.ipv4.dscp;
+            w.protocol = hdr.ipv4.protocol;
         } else if (hdr.ipv6.isValid()) {
-            is_ip = 1;
-            dscp = hdr.ipv6.dscp;
-            protocol = hdr.ipv6.next_hdr;
+            w.is_ip = 1;
+            w.dscp = hdr.ipv6.dscp;
+            w.protocol = hdr.ipv6.next_hdr;
         }
         if (hdr.l4.isValid()) {
-            src_port = hdr.l4.src_port;
-            dst_port = hdr.l4.dst_port;
+            w.src_port = hdr.l4.src_port;
+            w.dst_port = hdr.l4.dst_port;
         }
         traffic_class.apply();
         queue_params.apply();
