@@ -1,8 +1,9 @@
 """A direction's rate over time: scheduled steps, outages, Mahimahi traces.
 
-The controller steps the rate: at each change the RateDriver rewrites the
-direction's link_params entry (rate, or the link down for an outage), as the
-StateDriver does for link states. The data plane makes the change reach the
+The controller steps the rate: at each change's instant the RateDriver
+rewrites the direction's link_params entry (rate, or the link down for an
+outage); unlike a link state, which is written ahead with its instant on the
+switch's clock, the change takes effect when the write returns. The data plane makes the change reach the
 packets already queued: every best-effort packet of such a direction is
 deferred (p4src/include/control/best_effort.p4), so it is serialized at the
 rate in force when it leaves the queue, not the one when it arrived; during
