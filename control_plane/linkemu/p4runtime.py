@@ -108,9 +108,9 @@ class P4Info:
         return self._lookup(self._digests, "digest", name)
 
     def packet_in_metadata(self):
-        """{id: (name, bitwidth)} of the metadata the switch puts on a packet-in."""
+        """{id: name} of the metadata the switch puts on a packet-in."""
         header = self._lookup(self._packet_metadata, "controller header", "packet_in")
-        return {m.id: (m.name, m.bitwidth) for m in header.metadata}
+        return {m.id: m.name for m in header.metadata}
 
     def struct_members(self, digest):
         """(name, bitwidth) of each member of a digest's struct, in order."""
@@ -420,7 +420,7 @@ class Switch:
         except queue.Empty:
             return None
         names = self.p4info.packet_in_metadata()
-        metadata = {names[m.metadata_id][0]: int.from_bytes(m.value, "big")
+        metadata = {names[m.metadata_id]: int.from_bytes(m.value, "big")
                     for m in packet.metadata if m.metadata_id in names}
         return received, packet.payload, metadata
 

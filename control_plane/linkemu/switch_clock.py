@@ -9,6 +9,7 @@ instants it was sent and came back, which bounds the start; the start is
 the same for every probe, so it lies where all their bounds meet.
 """
 
+import itertools
 import time
 from dataclasses import dataclass
 
@@ -31,19 +32,34 @@ class ProbeSample:
 
 @dataclass(frozen=True)
 class SwitchClock:
-    start_unix: float      # the host instant of the switch's 0
-    uncertainty_s: float   # the start is within this either side
+    """The switch's start, known to lie between two host instants."""
+
+    earliest: float
+    latest: float
+
+    @property
+    def start_unix(self):
+        """The host instant of the switch's 0."""
+        return (self.earliest + self.latest) / 2
+
+    @property
+    def uncertainty_s(self):
+        """The start is within this either side of start_unix."""
+        return (self.latest - self.earliest) / 2
 
     def switch_us(self, unix):
         """The switch's clock (microseconds) at host instant `unix`."""
         return max(0, round((unix - self.start_unix) * 1e6))
 
-    @classmethod
-    def from_samples(cls, samples):
+    def narrowed(self, sample):
+        """The bounds that this clock and one more probe meet in."""
         # A stamp is whole microseconds, rounded down.
-        earliest = max(s.sent - s.stamp_us / 1e6 for s in samples) - 1e-6
-        latest = min(s.back - s.stamp_us / 1e6 for s in samples)
-        return cls(start_unix=(earliest + latest) / 2, uncertainty_s=(latest - earliest) / 2)
+        return SwitchClock(max(self.earliest, sample.sent - sample.stamp_us / 1e6 - 1e-6),
+                           min(self.latest, sample.back - sample.stamp_us / 1e6))
+
+    @classmethod
+    def unknown(cls):
+        return cls(float("-inf"), float("inf"))
 
 
 def probe_frame(number):
@@ -57,13 +73,12 @@ def measure(switch):
     one after another: at least MIN_PROBES, and more until its uncertainty is
     within TARGET_UNCERTAINTY_S or PROBE_BUDGET_S has passed (a busy host
     answers slowly)."""
-    samples = []
+    clock = SwitchClock.unknown()
     deadline = time.time() + PROBE_BUDGET_S
-    while True:
-        samples.append(probe(switch, len(samples)))
-        clock = SwitchClock.from_samples(samples)
-        if len(samples) >= MIN_PROBES and (clock.uncertainty_s <= TARGET_UNCERTAINTY_S
-                                           or time.time() >= deadline):
+    for number in itertools.count():
+        clock = clock.narrowed(probe(switch, number))
+        if number + 1 >= MIN_PROBES and (clock.uncertainty_s <= TARGET_UNCERTAINTY_S
+                                         or time.time() >= deadline):
             return clock
 
 

@@ -44,7 +44,9 @@ def test_clock_where_every_probes_bounds_meet():
     samples = [ProbeSample(sent=start + 2.0, back=start + 2.004, stamp_us=2_001_000),
                ProbeSample(sent=start + 3.0, back=start + 3.0006, stamp_us=3_000_500),
                ProbeSample(sent=start + 4.0, back=start + 4.002, stamp_us=4_000_100)]
-    clock = SwitchClock.from_samples(samples)
+    clock = SwitchClock.unknown()
+    for sample in samples:
+        clock = clock.narrowed(sample)
     # Bounds: [-1.001, +3] ms, [-0.501, +0.1] ms and [-0.101, +1.9] ms about the start.
     assert clock.start_unix == pytest.approx(start + (0.0001 - 0.000101) / 2)
     assert clock.uncertainty_s == pytest.approx((0.0001 + 0.000101) / 2)

@@ -141,10 +141,12 @@ struct red_state_t {
     bit<32> target;   // R x 65536
 }
 
-// The working values of one full pass of a packet through the link model
-// (the v1model glue's). BMv2 resets every metadata field, locals included, on
-// every pass of the hold loop; a header's fields only when it is made valid,
-// which only a full pass does: the fast path's passes never pay for these.
+// Working values live in headers, not in locals or metadata: BMv2 resets
+// every metadata field, locals included, on every pass of the hold loop; a
+// header's fields only when it is made valid, which only the code that uses
+// them does. The link model's controls each keep theirs in a header of their
+// own (*_work_h); these are the v1model glue's for one full pass of a packet,
+// made valid by that pass only: the fast path's passes never pay for them.
 // Never emitted (BMv2 still adds its bytes to egress's packet_length, which
 // nothing reads there).
 header pass_h {

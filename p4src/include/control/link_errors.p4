@@ -2,18 +2,16 @@
 //
 // A frame is drawn once serialization ends, with the error probability of the
 // link state current at that instant (the control plane writes each change of
-// the state timeline, with its instant on the switch's clock, ahead of it). An errored frame is retransmitted: delayed by
-// retx_delay_us and drawn again with the state current then. After max_retx
-// failed retransmissions it is lost. Without ARQ (max_retx = 0) an error
-// loses the frame at once.
+// the state timeline ahead of it, with its instant on the switch's clock). An
+// errored frame is retransmitted: delayed by retx_delay_us and drawn again
+// with the state current then. After max_retx failed retransmissions it is
+// lost. Without ARQ (max_retx = 0) an error loses the frame at once.
 #ifndef LINKEMU_LINK_ERRORS_P4
 #define LINKEMU_LINK_ERRORS_P4
 
 #include "../headers.p4"
 
-// The control's working values live in a header of its own, made valid when
-// it runs: BMv2 resets every metadata field (locals included) on every pass
-// of the hold loop, a header's fields only when it is made valid.
+// The control's working values (a header, not locals: see headers.p4).
 header link_errors_work_h {
     bit<32>   threshold;        // P(error) x 65536
     bit<32>   next_threshold;

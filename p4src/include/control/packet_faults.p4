@@ -15,9 +15,7 @@
 
 #include "../headers.p4"
 
-// The control's working values live in a header of its own, made valid when
-// it runs: BMv2 resets every metadata field (locals included) on every pass
-// of the hold loop, a header's fields only when it is made valid.
+// The control's working values (a header, not locals: see headers.p4).
 header packet_faults_work_h {
     bit<32> reorder_threshold;     // P x 65536
     bit<32> duplicate_threshold;

@@ -13,9 +13,7 @@
 
 #include "../headers.p4"
 
-// The control's working values live in a header of its own, made valid when
-// it runs: BMv2 resets every metadata field (locals included) on every pass
-// of the hold loop, a header's fields only when it is made valid.
+// The control's working values (a header, not locals: see headers.p4).
 header red_work_h {
     bit<64> weight;       // w x 2^24
     bit<64> factor;       // decay, Q.16

@@ -10,9 +10,7 @@
 
 #include "../headers.p4"
 
-// The control's working values live in a header of its own, made valid when
-// it runs: BMv2 resets every metadata field (locals included) on every pass
-// of the hold loop, a header's fields only when it is made valid.
+// The control's working values (a header, not locals: see headers.p4).
 header traffic_class_work_h {
     bit<16> src_port;
     bit<16> dst_port;
