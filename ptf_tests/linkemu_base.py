@@ -155,6 +155,15 @@ class LinkemuTest(BaseTest):
         after = self.counters()[name][direction]
         return after[0] - before[name][direction][0]
 
+    def wait_entered(self, before, direction, count, timeout):
+        """Waits until `count` frames sent since the `before` reading have
+        entered `direction`: BMv2 may still be taking them in when the
+        sender returns."""
+        deadline = time.time() + timeout
+        while self.counter_delta(before, "link_in", direction) < count:
+            self.assertLess(time.time(), deadline, f"{direction} took in too few frames")
+            time.sleep(0.05)
+
     def wait_until_idle(self, direction, timeout):
         """Waits until every frame that entered `direction` has left or been
         dropped: a slow link's backlog must not spill into the next test."""

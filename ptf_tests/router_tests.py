@@ -44,7 +44,9 @@ class RedCurveTest(LinkemuTest):
         # At 12 kbit/s a 1400-byte frame holds the link for 0.92 s: the queue
         # fills to its limit (6) and every later arrival finds it full. (Sent
         # 0.3 ms apart: back to back, BMv2's packet capture loses some.)
+        start = self.counters()
         self.send_spaced(FIXED_PORT, MOBILE, 20, 0.0003, 1400)
+        self.wait_entered(start, "downlink", 20, timeout=2)
         before = self.counters()
         count = 1000
         self.send_spaced(FIXED_PORT, MOBILE, count, 0.0003, 1400)

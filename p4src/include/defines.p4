@@ -5,7 +5,7 @@
 typedef bit<48> mac_addr_t;
 typedef bit<48> time_us_t;    // switch clock, microseconds
 typedef bit<64> time_q_t;     // microseconds in Q.20 fixed point (virtual clock)
-typedef bit<8>  direction_t;
+typedef bit<32> direction_t;   // as wide as a register index: no casts
 typedef bit<32> seq_t;
 
 const direction_t DIR_DOWNLINK = 0;   // fixed -> mobile
@@ -19,7 +19,7 @@ const bit<1>  CLASS_PRIORITY = 1;
 const bit<32> NUM_QUEUES = 4;
 
 bit<32> queue_index(in direction_t dir, in bit<1> cls) {
-    return ((bit<32>) dir << 1) | (bit<32>) cls;
+    return (dir << 1) | (bit<32>) cls;
 }
 
 // Optional features of a direction (link_params' features bitmap): an

@@ -49,8 +49,11 @@ header l4_word_h {
     bit<32> word;
 }
 
-// Link parameters of one direction, loaded from the link_params table.
-struct link_params_t {
+// Link parameters of one direction, loaded from the link_params table on
+// every full pass, with the register indices of the direction's queues. A
+// header, like queue_params_h, so the hold loop's fast path never resets it
+// (see pass_h).
+header link_params_h {
     bit<48>   byte_cost_q;     // serialization time per byte, us << TIME_FRAC_BITS
     bit<32>   overhead_bytes;  // per-packet link overhead added to the L3 length
     time_us_t delay_us;        // propagation delay after serialization
@@ -59,15 +62,22 @@ struct link_params_t {
     bit<8>    max_retx;        // ARQ: retransmissions before the frame is lost
     features_t features;       // FEATURE_* in use
     bit<1>    down;            // an outage: nothing starts serialization
+    // Set by the table's action: a value computed in the control would be
+    // copied into a temporary of its own at every register access.
+    bit<32>   be_index;        // the direction's best-effort queue
+    bit<32>   q_index;         // the packet's own queue: direction x 2 + class
+    bit<7>    pad;             // BMv2 wants a header of whole bytes
 }
 
-// The router queue of one traffic class, loaded from the queue_params table.
-struct queue_params_t {
+// The router queue of one traffic class, loaded from the queue_params table
+// on a packet's arrival, and valid on that pass only.
+header queue_params_h {
     bit<32>   queue_limit;       // packets waiting for the link
     bit<32>   queue_bytes_limit; // bytes waiting (0: no byte limit)
     bit<48>   share_cost_q;      // the class's own rate cap, like byte_cost_q (0: none)
     bit<1>    deferred;          // best effort behind a priority class: start decided late
     bit<1>    aqm;               // RED is configured for this queue
+    bit<6>    pad;               // whole bytes
 }
 
 // Outcome of one error draw on the link.
@@ -108,15 +118,8 @@ struct link_meta_t {
     @field_list(1) bit<8>      log_flags;   // EVENT_MARKED, EVENT_CORRUPTED so far
     bit<1>         admitted;
     bit<1>         released;
-    // Register indices of this pass, set by table actions (link_params,
-    // queue_params). A value computed in the control would be copied into a
-    // temporary of its own at every register access, and BMv2 resets every
-    // metadata field, temporaries included, on every pass of every packet.
-    bit<32>        dir_index;
-    bit<32>        be_index;    // the direction's best-effort queue
-    bit<32>        q_index;     // the packet's own queue: direction x 2 + class
-    link_params_t  params;
-    queue_params_t queue;
+    link_params_h  params;
+    queue_params_h queue;
 }
 
 // One packet's fate, as the event log reports it to the controller.
@@ -175,6 +178,8 @@ header pass_h {
     bit<32>    waiting;
     bit<32>    waiting_bytes;
     time_us_t  empty_since;
+    time_us_t  idle;      // since the queue was last empty: RED's key, a
+                          // field, or p4c gives it a temporary
     bit<2>     verdict;
     bool       use_ecn;
     bit<16>    rand_aqm;
@@ -183,6 +188,7 @@ header pass_h {
     bit<16>    rand_corrupt;
     bit<5>     flip_bit;
     bit<16>    rand_ramp;
+    time_us_t  sojourn;   // the sojourn ramp's key
     bool       ramp_mark;
     bool       left;
     time_us_t  busy_until;

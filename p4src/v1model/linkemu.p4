@@ -50,21 +50,12 @@ const bit<16> DUP_GROUP_BASE = 256;   // + port: that port twice (PacketFaults' 
 const bit<32> DEFER_RING = 1024;
 const bit<32> DEFER_MASK = DEFER_RING - 1;
 
-// The emulated link carries the L3 packet; the Ethernet header is Mininet's.
-bit<32> l3_length(in bit<32> frame_len) {
-    return frame_len > ETH_HEADER_BYTES ? frame_len - ETH_HEADER_BYTES : 0;
-}
-
 // The latest egress pass of a logged packet: "now" for the event log, fresher
 // than a held packet's own last pass.
 register<time_us_t>(1) log_clock;
 
-bool has(in link_meta_t m, in features_t feature) {
-    return m.params.features & feature != 0;
-}
-
-bit<32> defer_slot(in link_meta_t m, in bit<32> ticket) {
-    return ((bit<32>) m.dir * DEFER_RING) | (ticket & DEFER_MASK);
+bit<32> defer_slot(in direction_t dir, in bit<32> ticket) {
+    return (dir * DEFER_RING) | (ticket & DEFER_MASK);
 }
 
 parser LinkemuParser(packet_in pkt, out headers_t hdr, inout metadata_t meta,
@@ -164,6 +155,7 @@ control LinkPass(inout headers_t hdr, inout metadata_t meta,
     LinkParams() link_params;
     TrafficClass() traffic_class;
     LinkClock() link_clock;
+    SetTimes() set_times;
     BestEffortStart() best_effort_start;
     RouterQueueLeave() router_queue_leave;
     Release() release;
@@ -181,22 +173,22 @@ control LinkPass(inout headers_t hdr, inout metadata_t meta,
     // follow, set by a table's action: p4c copies a slot computed in the
     // control into a temporary of its own at every access, and each is one
     // more metadata field for BMv2 to reset on every pass.
-    action head_slot() { hdr.pass.slot = defer_slot(meta.link, hdr.pass.head); }
-    action tail_slot() { hdr.pass.slot = defer_slot(meta.link, hdr.pass.tail); }
-    action ticket_slot() { hdr.pass.slot = defer_slot(meta.link, meta.link.ticket); }
+    action head_slot() { hdr.pass.slot = defer_slot(meta.link.dir, hdr.pass.head); }
+    action tail_slot() { hdr.pass.slot = defer_slot(meta.link.dir, hdr.pass.tail); }
+    action ticket_slot() { hdr.pass.slot = defer_slot(meta.link.dir, meta.link.ticket); }
     table slot_of_head { actions = { head_slot; } const default_action = head_slot(); }
     table slot_of_tail { actions = { tail_slot; } const default_action = tail_slot(); }
     table slot_of_ticket { actions = { ticket_slot; } const default_action = ticket_slot(); }
 
     // The packet's one event, when its direction logs: LinkemuIngress
     // reports it after the pass.
-    action log_event(bit<8> outcome, time_us_t at, bit<32> l3_len) {
+    action log_event(bit<8> outcome, time_us_t at) {
         bit<8> flags = meta.link.log_flags;
         flags = flags | (meta.link.hol == 1 ? EVENT_HELD : 0);
         flags = flags | (meta.link.ahead == 1 ? EVENT_AHEAD : 0);
         flags = flags | (meta.link.dup == 1 ? EVENT_DUPLICATE : 0);
         meta.report = 1;
-        hdr.pass.event = {meta.link.dir, outcome, meta.link.seq, (bit<16>) l3_len,
+        hdr.pass.event = {meta.link.dir, outcome, meta.link.seq, (bit<16>) hdr.pass.l3_len,
                           meta.link.arrival_us, meta.link.start_us, meta.link.due_us, at,
                           meta.link.retx, flags};
     }
@@ -213,11 +205,11 @@ control LinkPass(inout headers_t hdr, inout metadata_t meta,
             bool asleep = true;
             if (meta.link.deferred == 1) {
                 bit<32> first;
-                defer_head.read(first, (bit<32>) meta.link.dir);
+                defer_head.read(first, meta.link.dir);
                 asleep = (int<32>) (meta.link.ticket - first) > 0;
             } else if (meta.link.turn == 1) {
                 seq_t next;
-                next_release.read(next, (bit<32>) meta.link.dir);
+                next_release.read(next, meta.link.dir);
                 asleep = (int<32>) (meta.link.seq - next) > 0;
             }
             if (asleep) {
@@ -244,51 +236,59 @@ control LinkPass(inout headers_t hdr, inout metadata_t meta,
         }
         hdr.pass.setValid();
         link_params.apply(meta.link);
-        if (fresh && !hdr.ethernet.isValid()) {
-            drop_malformed.count(meta.link.dir_index);
-            mark_to_drop(std);
-            return;
-        }
-
         // "Now": arrival for a new packet, the last egress pass for a held one
         // (a recirculated packet keeps a stale ingress timestamp).
-        hdr.pass.now = fresh ? std.ingress_global_timestamp : meta.link.now_us;
+        hdr.pass.now = meta.link.now_us;
+        if (fresh) {
+            if (!hdr.ethernet.isValid()) {
+                drop_malformed.count(meta.link.dir);
+                mark_to_drop(std);
+                return;
+            }
+            hdr.pass.now = std.ingress_global_timestamp;
+        }
+        // The emulated link carries the L3 packet; the Ethernet header, which
+        // every packet here has (see above), is Mininet's.
+        hdr.pass.l3_len = std.packet_length - ETH_HEADER_BYTES;
 
         // Every event of the direction offers the link to the head of its
         // deferred best effort, before a new packet can claim it.
         // A deferred packet left over from a profile without deferral
         // settles itself on its own passes.
+        // (Features are tested in place: p4c gives a function's result in a
+        // condition a temporary of its own.)
         hdr.pass.head = 0;
         hdr.pass.tail = 0;
-        if (has(meta.link, FEATURE_DEFERRED) || meta.link.deferred == 1) {
-            defer_head.read(hdr.pass.head, meta.link.dir_index);
-            defer_tail.read(hdr.pass.tail, meta.link.dir_index);
+        if (meta.link.params.features & FEATURE_DEFERRED != 0 || meta.link.deferred == 1) {
+            defer_head.read(hdr.pass.head, meta.link.dir);
+            defer_tail.read(hdr.pass.tail, meta.link.dir);
         }
         if (hdr.pass.head != hdr.pass.tail) {
             slot_of_head.apply();
             defer_arrival.read(hdr.pass.arrival, hdr.pass.slot);
             defer_bytes.read(hdr.pass.bytes, hdr.pass.slot);
             defer_share_cost.read(hdr.pass.share_cost, hdr.pass.slot);
-            link_free.read(hdr.pass.free, meta.link.dir_index);
-            class_free.read(hdr.pass.cap_free, meta.link.be_index);
+            link_free.read(hdr.pass.free, meta.link.dir);
+            class_free.read(hdr.pass.cap_free, meta.link.params.be_index);
             best_effort_start.apply(hdr.pass.now, meta.link.params, hdr.pass.free,
                                     hdr.pass.cap_free, hdr.pass.arrival, hdr.pass.bytes,
                                     hdr.pass.share_cost, hdr.pass.settled, hdr.pass.start,
                                     hdr.pass.cost, hdr.pass.free, hdr.pass.cap_free);
             if (meta.link.params.down == 1) {
-                link_free.write(meta.link.dir_index, hdr.pass.free);
+                link_free.write(meta.link.dir, hdr.pass.free);
             } else if (hdr.pass.settled) {
-                next_seq.read(hdr.pass.seq, meta.link.dir_index);
-                next_seq.write(meta.link.dir_index, hdr.pass.seq + 1);
+                next_seq.read(hdr.pass.seq, meta.link.dir);
                 defer_seq.write(hdr.pass.slot, hdr.pass.seq);
+                hdr.pass.seq = hdr.pass.seq + 1;
+                next_seq.write(meta.link.dir, hdr.pass.seq);
                 defer_start.write(hdr.pass.slot, hdr.pass.start);
                 defer_cost.write(hdr.pass.slot, hdr.pass.cost);
-                link_free.write(meta.link.dir_index, hdr.pass.free);
-                class_free.write(meta.link.be_index, hdr.pass.cap_free);
-                last_start.write(meta.link.be_index,
+                link_free.write(meta.link.dir, hdr.pass.free);
+                class_free.write(meta.link.params.be_index, hdr.pass.cap_free);
+                last_start.write(meta.link.params.be_index,
                                  (time_us_t) (hdr.pass.start >> TIME_FRAC_BITS));
                 hdr.pass.head = hdr.pass.head + 1;
-                defer_head.write(meta.link.dir_index, hdr.pass.head);
+                defer_head.write(meta.link.dir, hdr.pass.head);
             }
         }
 
@@ -296,76 +296,77 @@ control LinkPass(inout headers_t hdr, inout metadata_t meta,
         // arrival, or when a deferred packet's start is settled.
         hdr.pass.settles = !fresh && meta.link.deferred == 1 &&
                            (int<32>) (meta.link.ticket - hdr.pass.head) < 0;
-        if ((fresh || hdr.pass.settles) && has(meta.link, FEATURE_DELAY_VARIATION)) {
+        if ((fresh || hdr.pass.settles) &&
+            meta.link.params.features & FEATURE_DELAY_VARIATION != 0) {
             random(hdr.pass.rand_index, 0, 1023);
             random(hdr.pass.rand_spike, 0, 0xffff);
             delay_variation.apply(hdr.pass.rand_index, hdr.pass.rand_spike, meta.link);
         }
 
         if (fresh) {
-            link_in.count(meta.link.dir_index);
+            link_in.count(meta.link.dir);
             event_log.apply(meta.link);
             meta.link.arrival_us = hdr.pass.now;
 
             hdr.pass.lost = false;
-            if (has(meta.link, FEATURE_LOSS_MODEL)) {
-                loss_bad.read(hdr.pass.bad, meta.link.dir_index);
+            if (meta.link.params.features & FEATURE_LOSS_MODEL != 0) {
+                loss_bad.read(hdr.pass.bad, meta.link.dir);
                 random(hdr.pass.rand_move, 0, 0xffff);
                 random(hdr.pass.rand_loss, 0, 0xffff);
                 loss_model.apply(hdr.pass.rand_move, hdr.pass.rand_loss, hdr.pass.bad, meta.link,
                                  hdr.pass.new_bad, hdr.pass.lost);
-                loss_bad.write(meta.link.dir_index, hdr.pass.new_bad);
+                loss_bad.write(meta.link.dir, hdr.pass.new_bad);
             }
             if (hdr.pass.lost) {
-                drop_loss_model.count(meta.link.dir_index);
+                drop_loss_model.count(meta.link.dir);
                 if (meta.link.log == 1) {
-                    log_event(EVENT_DROP_LOSS_MODEL, hdr.pass.now, l3_length(std.packet_length));
+                    log_event(EVENT_DROP_LOSS_MODEL, hdr.pass.now);
                 }
                 mark_to_drop(std);
                 return;
             }
 
             traffic_class.apply(hdr, meta.link);
-            hdr.pass.l3_len = l3_length(std.packet_length);
-            queue_pkts.read(hdr.pass.waiting, meta.link.q_index);
-            queue_bytes.read(hdr.pass.waiting_bytes, meta.link.q_index);
-            last_start.read(hdr.pass.empty_since, meta.link.q_index);
+            queue_pkts.read(hdr.pass.waiting, meta.link.params.q_index);
+            queue_bytes.read(hdr.pass.waiting_bytes, meta.link.params.q_index);
+            last_start.read(hdr.pass.empty_since, meta.link.params.q_index);
 
             hdr.pass.verdict = AQM_PASS;
             hdr.pass.use_ecn = false;
             if (meta.link.queue.aqm == 1) {
-                red_avg.read(hdr.pass.aqm.avg, meta.link.q_index);
-                red_count.read(hdr.pass.aqm.count, meta.link.q_index);
-                red_target.read(hdr.pass.aqm.target, meta.link.q_index);
+                red_avg.read(hdr.pass.aqm.avg, meta.link.params.q_index);
+                red_count.read(hdr.pass.aqm.count, meta.link.params.q_index);
+                red_target.read(hdr.pass.aqm.target, meta.link.params.q_index);
                 random(hdr.pass.rand_aqm, 0, 0xffff);
+                hdr.pass.idle = hdr.pass.now - hdr.pass.empty_since;
                 red.apply(hdr.pass.waiting, hdr.pass.waiting_bytes,
-                          hdr.pass.now - hdr.pass.empty_since, hdr.pass.rand_aqm, meta.link,
+                          hdr.pass.idle, hdr.pass.rand_aqm, meta.link,
                           hdr.pass.aqm, hdr.pass.verdict, hdr.pass.use_ecn);
-                red_avg.write(meta.link.q_index, hdr.pass.aqm.avg);
-                red_count.write(meta.link.q_index, hdr.pass.aqm.count);
-                red_target.write(meta.link.q_index, hdr.pass.aqm.target);
+                red_avg.write(meta.link.params.q_index, hdr.pass.aqm.avg);
+                red_count.write(meta.link.params.q_index, hdr.pass.aqm.count);
+                red_target.write(meta.link.params.q_index, hdr.pass.aqm.target);
             }
             bool capable;
             bool ect1;
             ecn_capable.apply(hdr, capable, ect1);
             if (hdr.pass.verdict == AQM_SIGNAL && hdr.pass.use_ecn && capable) {
                 ecn_mark.apply(hdr);
-                ecn_marks.count(meta.link.q_index);
+                ecn_marks.count(meta.link.params.q_index);
                 meta.link.log_flags = meta.link.log_flags | EVENT_MARKED;
             } else if (hdr.pass.verdict != AQM_PASS) {
-                drop_aqm.count(meta.link.q_index);
+                drop_aqm.count(meta.link.params.q_index);
                 if (capable) {
-                    drop_aqm_ect.count(meta.link.q_index);
+                    drop_aqm_ect.count(meta.link.params.q_index);
                 }
                 if (meta.link.log == 1) {
-                    log_event(EVENT_DROP_AQM, hdr.pass.now, hdr.pass.l3_len);
+                    log_event(EVENT_DROP_AQM, hdr.pass.now);
                 }
                 mark_to_drop(std);
                 return;
             }
 
             bool corrupt = false;
-            if (has(meta.link, FEATURE_PACKET_FAULTS)) {
+            if (meta.link.params.features & FEATURE_PACKET_FAULTS != 0) {
                 random(hdr.pass.rand_reorder, 0, 0xffff);
                 random(hdr.pass.rand_duplicate, 0, 0xffff);
                 random(hdr.pass.rand_corrupt, 0, 0xffff);
@@ -375,24 +376,24 @@ control LinkPass(inout headers_t hdr, inout metadata_t meta,
                                     corrupt);
             }
 
-            link_free.read(hdr.pass.free, meta.link.dir_index);
-            class_free.read(hdr.pass.cap_free, meta.link.q_index);
+            link_free.read(hdr.pass.free, meta.link.dir);
+            class_free.read(hdr.pass.cap_free, meta.link.params.q_index);
             link_clock.apply(hdr.pass.now, hdr.pass.l3_len, hdr.pass.free, hdr.pass.cap_free,
                              hdr.pass.head != hdr.pass.tail, hdr.pass.waiting,
                              hdr.pass.waiting_bytes, meta.link, hdr.pass.free,
                              hdr.pass.cap_free, hdr.pass.cost, hdr.pass.share_cost);
             if (meta.link.admitted == 0) {
-                drop_queue.count(meta.link.q_index);
+                drop_queue.count(meta.link.params.q_index);
                 if (meta.link.log == 1) {
                     meta.link.start_us = 0;   // it never gets one
                     meta.link.due_us = 0;
-                    log_event(EVENT_DROP_QUEUE, hdr.pass.now, hdr.pass.l3_len);
+                    log_event(EVENT_DROP_QUEUE, hdr.pass.now);
                 }
                 mark_to_drop(std);
                 return;
             }
             if (corrupt) {
-                corrupted.count(meta.link.dir_index);
+                corrupted.count(meta.link.dir);
                 meta.link.log_flags = meta.link.log_flags | EVENT_CORRUPTED;
             }
             if (meta.link.deferred == 1) {
@@ -401,35 +402,40 @@ control LinkPass(inout headers_t hdr, inout metadata_t meta,
                 defer_arrival.write(hdr.pass.slot, hdr.pass.now);
                 defer_bytes.write(hdr.pass.slot, hdr.pass.l3_len + meta.link.params.overhead_bytes);
                 defer_share_cost.write(hdr.pass.slot, hdr.pass.share_cost);
-                defer_tail.write(meta.link.dir_index, hdr.pass.tail + 1);
                 meta.link.ticket = hdr.pass.tail;
                 meta.link.seq = hdr.pass.tail;   // spreads it over the hold ports until it starts
+                hdr.pass.tail = hdr.pass.tail + 1;
+                defer_tail.write(meta.link.dir, hdr.pass.tail);
             } else {
-                link_free.write(meta.link.dir_index, hdr.pass.free);
-                class_free.write(meta.link.q_index, hdr.pass.cap_free);
-                last_start.write(meta.link.q_index, meta.link.start_us);
-                next_seq.read(hdr.pass.seq, meta.link.dir_index);
+                link_free.write(meta.link.dir, hdr.pass.free);
+                class_free.write(meta.link.params.q_index, hdr.pass.cap_free);
+                last_start.write(meta.link.params.q_index, meta.link.start_us);
+                next_seq.read(hdr.pass.seq, meta.link.dir);
                 meta.link.seq = hdr.pass.seq;
                 if (meta.link.ahead == 1) {
-                    sent_ahead.count(meta.link.dir_index);
+                    sent_ahead.count(meta.link.dir);
                 } else {
-                    next_seq.write(meta.link.dir_index, hdr.pass.seq + 1);
+                    hdr.pass.seq = hdr.pass.seq + 1;
+                    next_seq.write(meta.link.dir, hdr.pass.seq);
                 }
-                if (has(meta.link, FEATURE_SOJOURN_RAMP)) {
+                if (meta.link.params.features & FEATURE_SOJOURN_RAMP != 0) {
                     random(hdr.pass.rand_ramp, 0, 0xffff);
-                    sojourn_ramp.apply(meta.link.start_us - hdr.pass.now, hdr.pass.rand_ramp,
+                    hdr.pass.sojourn = meta.link.start_us - hdr.pass.now;
+                    sojourn_ramp.apply(hdr.pass.sojourn, hdr.pass.rand_ramp,
                                        meta.link, hdr.pass.ramp_mark);
                     if (hdr.pass.ramp_mark && ect1) {
                         ecn_mark.apply(hdr);
-                        ramp_marks.count(meta.link.q_index);
+                        ramp_marks.count(meta.link.params.q_index);
                         meta.link.log_flags = meta.link.log_flags | EVENT_MARKED;
                     }
                 }
             }
             if (meta.link.queued == 1) {
-                queue_pkts.write(meta.link.q_index, hdr.pass.waiting + 1);
-                queue_bytes.write(meta.link.q_index, hdr.pass.waiting_bytes + hdr.pass.l3_len);
-                queue_enter.count(meta.link.q_index);
+                hdr.pass.waiting = hdr.pass.waiting + 1;
+                queue_pkts.write(meta.link.params.q_index, hdr.pass.waiting);
+                hdr.pass.waiting_bytes = hdr.pass.waiting_bytes + hdr.pass.l3_len;
+                queue_bytes.write(meta.link.params.q_index, hdr.pass.waiting_bytes);
+                queue_enter.count(meta.link.params.q_index);
             }
         } else if (hdr.pass.settles) {
             // Its start was settled: take it, with its place in link order.
@@ -437,55 +443,61 @@ control LinkPass(inout headers_t hdr, inout metadata_t meta,
             defer_start.read(hdr.pass.start, hdr.pass.slot);
             defer_cost.read(hdr.pass.cost, hdr.pass.slot);
             defer_seq.read(meta.link.seq, hdr.pass.slot);
-            set_times(meta.link, hdr.pass.start, hdr.pass.cost);
+            set_times.apply(hdr.pass.start, hdr.pass.cost, meta.link);
             meta.link.deferred = 0;
         }
 
         router_queue_leave.apply(hdr.pass.now, meta.link, hdr.pass.left);
         if (hdr.pass.left) {
-            queue_pkts.read(hdr.pass.waiting, meta.link.q_index);
-            queue_pkts.write(meta.link.q_index, hdr.pass.waiting - 1);
-            queue_bytes.read(hdr.pass.waiting_bytes, meta.link.q_index);
-            queue_bytes.write(meta.link.q_index,
-                              hdr.pass.waiting_bytes - l3_length(std.packet_length));
-            queue_leave.count(meta.link.q_index);
+            queue_pkts.read(hdr.pass.waiting, meta.link.params.q_index);
+            hdr.pass.waiting = hdr.pass.waiting - 1;
+            queue_pkts.write(meta.link.params.q_index, hdr.pass.waiting);
+            queue_bytes.read(hdr.pass.waiting_bytes, meta.link.params.q_index);
+            hdr.pass.waiting_bytes = hdr.pass.waiting_bytes - hdr.pass.l3_len;
+            queue_bytes.write(meta.link.params.q_index, hdr.pass.waiting_bytes);
+            queue_leave.count(meta.link.params.q_index);
         }
 
-        retx_busy_until.read(hdr.pass.busy_until, meta.link.dir_index);
+        retx_busy_until.read(hdr.pass.busy_until, meta.link.dir);
         if (meta.link.link_done == 0 && hdr.pass.now >= meta.link.attempt_us) {
             random(hdr.pass.rand, 0, 0xffff);
             link_errors.apply(hdr.pass.rand, meta.link, hdr.pass.outcome);
             if (hdr.pass.outcome == DRAW_RETRANSMIT) {
-                retransmissions.count(meta.link.dir_index);
+                retransmissions.count(meta.link.dir);
                 if (meta.link.retx == 1) {
-                    arq_delayed.count(meta.link.dir_index);
+                    arq_delayed.count(meta.link.dir);
                 }
                 if (meta.link.due_us > hdr.pass.busy_until) {
-                    retx_busy_until.write(meta.link.dir_index, meta.link.due_us);
+                    retx_busy_until.write(meta.link.dir, meta.link.due_us);
                 }
             }
         }
 
-        next_release.read(hdr.pass.next, meta.link.dir_index);
+        next_release.read(hdr.pass.next, meta.link.dir);
         release.apply(hdr.pass.now, hdr.pass.next, meta.link, hdr.pass.new_next, hdr.pass.skipped,
                       hdr.pass.blocked);
-        next_release.write(meta.link.dir_index, hdr.pass.new_next);
+        next_release.write(meta.link.dir, hdr.pass.new_next);
         if (hdr.pass.skipped) {
-            release_skips.count(meta.link.dir_index);
+            release_skips.count(meta.link.dir);
         }
         if (hdr.pass.blocked && meta.link.hol == 0 && meta.link.due_us < hdr.pass.busy_until) {
-            held_behind.count(meta.link.dir_index);
+            held_behind.count(meta.link.dir);
             meta.link.hol = 1;
         }
 
         if (meta.link.released == 1 && meta.link.log == 1) {
             log_clock.read(hdr.pass.clock, 0);
-            log_event(meta.link.lost == 1 ? EVENT_DROP_LINK_ERROR : EVENT_RELEASED,
-                      hdr.pass.clock > hdr.pass.now ? hdr.pass.clock : hdr.pass.now,
-                      l3_length(std.packet_length));
+            if (hdr.pass.clock < hdr.pass.now) {
+                hdr.pass.clock = hdr.pass.now;
+            }
+            if (meta.link.lost == 1) {
+                log_event(EVENT_DROP_LINK_ERROR, hdr.pass.clock);
+            } else {
+                log_event(EVENT_RELEASED, hdr.pass.clock);
+            }
         }
         if (meta.link.released == 1 && meta.link.lost == 1) {
-            drop_link_error.count(meta.link.dir_index);
+            drop_link_error.count(meta.link.dir);
             mark_to_drop(std);
         } else if (meta.link.released == 0) {
             std.egress_spec = HOLD_PORT_BASE + (((bit<9>) meta.link.seq & HOLD_PORT_MASK) << 2);
@@ -500,12 +512,16 @@ control LinkPass(inout headers_t hdr, inout metadata_t meta,
             if (meta.link.queued == 1 && meta.link.start_us < hdr.pass.wake) {
                 hdr.pass.wake = meta.link.start_us;
             }
-            meta.link.turn = hdr.pass.blocked ? 1w1 : 1w0;
-            meta.link.wake_us = hdr.pass.blocked ? meta.link.due_us + meta.link.params.stall_us
-                                                 : hdr.pass.wake;
+            if (hdr.pass.blocked) {
+                meta.link.turn = 1;
+                meta.link.wake_us = meta.link.due_us + meta.link.params.stall_us;
+            } else {
+                meta.link.turn = 0;
+                meta.link.wake_us = hdr.pass.wake;
+            }
         } else if (meta.link.out_port != 0) {
             if (meta.link.dup == 1) {
-                duplicated.count(meta.link.dir_index);
+                duplicated.count(meta.link.dir);
                 std.mcast_grp = DUP_GROUP_BASE + (bit<16>) meta.link.out_port;
             } else {
                 std.egress_spec = meta.link.out_port;
@@ -526,8 +542,19 @@ control LinkemuIngress(inout headers_t hdr, inout metadata_t meta,
         // call, and P4Runtime configures only one list of a digest's name;
         // another keeps BMv2's defaults and holds its events back for up to
         // 16 samples or a second.
+        // Its members one by one: p4c copies a struct argument into
+        // temporaries, and BMv2 resets those on every pass of every packet.
         if (meta.report == 1) {
-            digest<event_t>(1, hdr.pass.event);
+            digest<event_t>(1, {dir = hdr.pass.event.dir,
+                                outcome = hdr.pass.event.outcome,
+                                seq = hdr.pass.event.seq,
+                                length = hdr.pass.event.length,
+                                arrival_us = hdr.pass.event.arrival_us,
+                                start_us = hdr.pass.event.start_us,
+                                due_us = hdr.pass.event.due_us,
+                                event_us = hdr.pass.event.event_us,
+                                retx = hdr.pass.event.retx,
+                                flags = hdr.pass.event.flags});
         }
     }
 }
@@ -542,7 +569,7 @@ control LinkemuEgress(inout headers_t hdr, inout metadata_t meta,
         }
         if (meta.link.released == 1) {
             if (!hdr.clock_stamp.isValid()) {
-                link_out.count((bit<32>) meta.link.dir);
+                link_out.count(meta.link.dir);
             }
         } else {
             meta.link.now_us = std.egress_global_timestamp;

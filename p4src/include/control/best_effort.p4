@@ -20,7 +20,7 @@
 
 #include "../headers.p4"
 
-control BestEffortStart(in time_us_t now_us, in link_params_t params,
+control BestEffortStart(in time_us_t now_us, in link_params_h params,
                         in time_q_t link_free, in time_q_t class_free,
                         in time_us_t arrival_us, in bit<32> bytes, in time_q_t share_cost,
                         out bool settled, out time_q_t start, out time_q_t cost,
@@ -29,14 +29,23 @@ control BestEffortStart(in time_us_t now_us, in link_params_t params,
         time_q_t now_q = ((time_q_t) now_us) << TIME_FRAC_BITS;
         time_q_t arrival_q = ((time_q_t) arrival_us) << TIME_FRAC_BITS;
         cost = (time_q_t) bytes * (time_q_t) params.byte_cost_q;
-        start = link_free > class_free ? link_free : class_free;
-        start = arrival_q > start ? arrival_q : start;
+        // Assignments under conditions, not ?: (see link_clock.p4).
+        start = link_free;
+        if (class_free > start) {
+            start = class_free;
+        }
+        if (arrival_q > start) {
+            start = arrival_q;
+        }
         settled = params.down == 0 && start <= now_q;
         if (settled) {
             new_link_free = start + cost;
             new_class_free = start + share_cost;
         } else {
-            new_link_free = (params.down == 1 && link_free < now_q) ? now_q : link_free;
+            new_link_free = link_free;
+            if (params.down == 1 && link_free < now_q) {
+                new_link_free = now_q;
+            }
             new_class_free = class_free;
         }
     }

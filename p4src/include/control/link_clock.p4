@@ -22,11 +22,22 @@
 const time_us_t TIME_NEVER = 0xffffffffffff;
 
 // A packet's instants once its serialization start is known. Rounded up: a
-// packet is never released before its exact instant.
-void set_times(inout link_meta_t m, in time_q_t start, in time_q_t cost) {
-    m.start_us = (time_us_t) ((start + TIME_FRAC_MASK) >> TIME_FRAC_BITS);
-    m.attempt_us = (time_us_t) ((start + cost + TIME_FRAC_MASK) >> TIME_FRAC_BITS);
-    m.due_us = m.attempt_us + m.params.delay_us;
+// packet is never released before its exact instant. A control, not a
+// function: p4c copies a function's struct argument, and a header in it
+// (m.params) copies field by field.
+control SetTimes(in time_q_t start, in time_q_t cost, inout link_meta_t m) {
+    apply {
+        m.start_us = (time_us_t) ((start + TIME_FRAC_MASK) >> TIME_FRAC_BITS);
+        m.attempt_us = (time_us_t) ((start + cost + TIME_FRAC_MASK) >> TIME_FRAC_BITS);
+        m.due_us = m.attempt_us + m.params.delay_us;
+    }
+}
+
+// The control's working value (a header, not a local: see headers.p4).
+// Plain assignments under conditions, not ?: (p4c turns each ?: into a
+// condition and a temporary of its own).
+header link_clock_work_h {
+    time_q_t start;
 }
 
 control LinkClock(in time_us_t arrival_us, in bit<32> l3_len,
@@ -34,32 +45,51 @@ control LinkClock(in time_us_t arrival_us, in bit<32> l3_len,
                   in bit<32> queue_pkts, in bit<32> queue_bytes,
                   inout link_meta_t m, out time_q_t new_link_free,
                   out time_q_t new_class_free, out time_q_t cost, out time_q_t share_cost) {
+    link_clock_work_h w;
+    SetTimes() set_times;
+
     apply {
         time_q_t now_q = ((time_q_t) arrival_us) << TIME_FRAC_BITS;
-        time_q_t start = link_free > now_q ? link_free : now_q;
-        start = class_free > start ? class_free : start;
+        w.setValid();
+        w.start = now_q;
+        if (link_free > w.start) {
+            w.start = link_free;
+        }
+        if (class_free > w.start) {
+            w.start = class_free;
+        }
         time_q_t bytes = (time_q_t) (l3_len + m.params.overhead_bytes);
         cost = bytes * (time_q_t) m.params.byte_cost_q;
         share_cost = bytes * (time_q_t) m.queue.share_cost_q;
 
         // Deferred packets ahead of it in its class keep it behind them.
-        bool defer = m.queue.deferred == 1 && (behind || start > now_q || m.params.down == 1);
-        bool waits = defer || start > now_q;
+        bool defer = m.queue.deferred == 1 && (behind || w.start > now_q || m.params.down == 1);
+        bool waits = defer || w.start > now_q;
         bool full = queue_pkts >= m.queue.queue_limit ||
                     (m.queue.queue_bytes_limit != 0 &&
                      queue_bytes + l3_len > m.queue.queue_bytes_limit);
-        m.admitted = (waits && full) ? 1w0 : 1w1;
-        m.queued = waits ? 1w1 : 1w0;
-        m.deferred = defer ? 1w1 : 1w0;
-        bool commit = m.admitted == 1 && !defer;
-        new_link_free = commit ? start + cost : link_free;
-        new_class_free = commit ? start + share_cost : class_free;
+        m.admitted = 1;
+        m.queued = 0;
+        m.deferred = 0;
+        new_link_free = link_free;
+        new_class_free = class_free;
+        if (waits) {
+            m.queued = 1;
+            if (full) {
+                m.admitted = 0;
+            }
+        }
         if (defer) {
+            m.deferred = 1;
             m.start_us = TIME_NEVER;
             m.attempt_us = TIME_NEVER;
             m.due_us = TIME_NEVER;
         } else {
-            set_times(m, start, cost);
+            if (m.admitted == 1) {
+                new_link_free = w.start + cost;
+                new_class_free = w.start + share_cost;
+            }
+            set_times.apply(w.start, cost, m);
         }
     }
 }

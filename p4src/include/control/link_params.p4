@@ -6,11 +6,10 @@
 
 control LinkParams(inout link_meta_t m) {
 
-    // The register indices of the direction's state (see link_meta_t).
+    // The register indices of the direction's queues (see link_params_h).
     action set_indices() {
-        m.dir_index = (bit<32>) m.dir;
-        m.be_index = queue_index(m.dir, CLASS_BEST_EFFORT);
-        m.q_index = queue_index(m.dir, m.cls);
+        m.params.be_index = queue_index(m.dir, CLASS_BEST_EFFORT);
+        m.params.q_index = queue_index(m.dir, m.cls);
     }
 
     action set_params(bit<48> byte_cost_q, bit<32> overhead_bytes,
@@ -49,6 +48,7 @@ control LinkParams(inout link_meta_t m) {
     }
 
     apply {
+        m.params.setValid();
         link_params.apply();
     }
 }

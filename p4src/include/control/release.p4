@@ -23,10 +23,17 @@ control Release(in time_us_t now_us, in seq_t next_release, inout link_meta_t m,
 
         bool in_line = m.ahead == 0;
         bool go = due && (!in_line || ahead <= 0 || gave_up);
-        m.released = go ? 1w1 : 1w0;
         skipped = go && in_line && ahead > 0;
         blocked = due && !go;
-        new_next_release = (go && in_line && ahead >= 0) ? m.seq + 1 : next_release;
+        // Assignments under conditions, not ?: (see link_clock.p4).
+        m.released = 0;
+        new_next_release = next_release;
+        if (go) {
+            m.released = 1;
+            if (in_line && ahead >= 0) {
+                new_next_release = m.seq + 1;
+            }
+        }
     }
 }
 

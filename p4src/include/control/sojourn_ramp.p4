@@ -33,7 +33,10 @@ control SojournRamp(in time_us_t sojourn_us, in bit<16> rand, in link_meta_t m,
 
     apply {
         w.setValid();
-        mark = sojourn_ramp.apply().hit && (bit<32>) rand < w.p_mark;
+        mark = false;
+        if (sojourn_ramp.apply().hit) {
+            mark = (bit<32>) rand < w.p_mark;
+        }
     }
 }
 

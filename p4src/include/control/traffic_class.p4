@@ -48,7 +48,7 @@ control TrafficClass(in headers_t hdr, inout link_meta_t m) {
         m.queue.share_cost_q = share_cost_q;
         m.queue.deferred = deferred;
         m.queue.aqm = aqm;
-        m.q_index = queue_index(m.dir, m.cls);
+        m.params.q_index = queue_index(m.dir, m.cls);
     }
 
     // Without an entry a class has no router queue: only a packet that finds
@@ -59,7 +59,7 @@ control TrafficClass(in headers_t hdr, inout link_meta_t m) {
         m.queue.share_cost_q = 0;
         m.queue.deferred = 0;
         m.queue.aqm = 0;
-        m.q_index = queue_index(m.dir, m.cls);
+        m.params.q_index = queue_index(m.dir, m.cls);
     }
 
     table queue_params {
@@ -95,6 +95,7 @@ control TrafficClass(in headers_t hdr, inout link_meta_t m) {
             w.dst_port = hdr.l4.dst_port;
         }
         traffic_class.apply();
+        m.queue.setValid();
         queue_params.apply();
     }
 }
