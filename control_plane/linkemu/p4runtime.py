@@ -5,6 +5,7 @@ are encoded as canonical byte strings, and one Switch object holds the gRPC
 channel, the arbitration stream and the primary election.
 """
 
+import functools
 import queue
 import threading
 import time
@@ -107,6 +108,7 @@ class P4Info:
     def digest(self, name):
         return self._lookup(self._digests, "digest", name)
 
+    @functools.cached_property
     def packet_in_metadata(self):
         """{id: name} of the metadata the switch puts on a packet-in."""
         header = self._lookup(self._packet_metadata, "controller header", "packet_in")
@@ -419,7 +421,7 @@ class Switch:
             received, packet = self._packets_in.get(timeout=timeout)
         except queue.Empty:
             return None
-        names = self.p4info.packet_in_metadata()
+        names = self.p4info.packet_in_metadata
         metadata = {names[m.metadata_id]: int.from_bytes(m.value, "big")
                     for m in packet.metadata if m.metadata_id in names}
         return received, packet.payload, metadata

@@ -2,16 +2,15 @@
 
 The controller steps the rate: at each change's instant the RateDriver
 rewrites the direction's link_params entry (rate, or the link down for an
-outage); unlike a link state, which is written ahead with its instant on the
-switch's clock, the change takes effect when the write returns. The data
-plane makes the change reach the packets already queued: every best-effort
-packet of such a direction is deferred
+outage). The data plane makes the change reach the packets already queued:
+every best-effort packet of such a direction is deferred
 (p4src/include/control/best_effort.p4), so it is serialized at the rate in
 force when it leaves the queue, not the one when it arrived; during an
 outage nothing starts, packets queue up to the queue's limit, and the queue
-drains at the next rate. What it cannot follow: a change lands one P4Runtime
-write after its instant (about 2-3 ms here), and the packet being serialized
-at that moment finishes at the old rate.
+drains at the next rate. What it cannot follow: unlike a link state, which
+is written ahead with its instant on the switch's clock, a change lands when
+its P4Runtime write returns (about 2-3 ms after its instant here), and the
+packet being serialized at that moment finishes at the old rate.
 
 In a profile's direction:
 
