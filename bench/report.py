@@ -27,26 +27,50 @@ def rate_label(bps):
     return f"{bps / 1e6:g} Mbit/s" if bps >= 1e6 else f"{bps / 1e3:g} kbit/s"
 
 
+def held_capacity(hold_floor, limit_ms=TARGETS["delay_p99_ms"]):
+    """The most frames held at once (of those measured) up to which every
+    count kept its release error p99 within limit_ms; 0 if none did."""
+    most = 0
+    for row in sorted(hold_floor, key=lambda r: r["held"]):
+        if row.get("p99_ms", float("inf")) > limit_ms:
+            break
+        most = row["held"]
+    return most
+
+
+def floor_at(hold_floor, held):
+    """The bare loop's run with at least `held` frames held (the largest run
+    if none held that many: the error only grows with the count)."""
+    rows = sorted(hold_floor, key=lambda r: r["held"])
+    return next((r for r in rows if r["held"] >= held), rows[-1])
+
+
 def assess(report):
-    """[(target, measured, met, note)] for the issue's targets."""
+    """[(target, measured, met, note)] for the issue's targets. A missed delay
+    target is set beside the bare recirculation loop holding as many frames
+    as the cell held at once: where that loop misses too, so does any hold
+    BMv2 can do by recirculation, and the limit is BMv2's own."""
     emu, base = report["linkemu"], report["baseline"]
     cells = [c for c in emu["delay"] if c["rate_bps"] <= TARGET_RATE_BPS and "p99_ms" in c]
     worst = max(cells, key=lambda c: c["p99_ms"])
-    base_p99 = base["latency"]["p99_ms"]
-    floor = {r["held"]: r for r in base["hold_floor"]}
-    shape_floor = {r["held"]: r for r in base["shape"]["hold_floor"]}
+    floor = floor_at(base["hold_floor"], worst["peak_held"])
+    bound = "beyond" if floor["p99_ms"] > TARGETS["delay_p99_ms"] else "within"
     rows = [("delay error p99 <= 0.5 ms up to 20 Mbit/s", f"{worst['p99_ms']:.3f} ms "
              f"({rate_label(worst['rate_bps'])}, {worst['delay_ms']} ms, {worst['load']})",
              worst["p99_ms"] <= TARGETS["delay_p99_ms"],
-             f"plain BMv2 forwarding alone: p50 {base['latency']['p50_ms']:.3f} ms, "
-             f"p99 {base_p99:.3f} ms; a bare recirculation hold with 100 held: p99 "
-             f"{floor[100]['p99_ms']:.3f} ms, {shape_floor[100]['p99_ms']:.3f} ms in "
-             f"linkemu's shape")]
+             f"{worst['peak_held']} frames held at once; the bare recirculation loop alone "
+             f"with {floor['held']} held: p99 {floor['p99_ms']:.3f} ms, {bound} the target "
+             f"(it keeps p99 <= 0.5 ms up to {held_capacity(base['hold_floor'])} held, "
+             f"linkemu up to {held_capacity(emu['hold_floor'])}); plain BMv2 forwarding "
+             f"alone: p99 {base['latency']['p99_ms']:.3f} ms")]
     loaded = [c for c in cells if "rate_error_pct" in c]
     worst_rate = max(loaded, key=lambda c: abs(c["rate_error_pct"]))
     rows.append(("rate error <= 0.5 % up to 20 Mbit/s",
                  f"{worst_rate['rate_error_pct']:+.3f} % ({rate_label(worst_rate['rate_bps'])})",
-                 abs(worst_rate["rate_error_pct"]) <= TARGETS["rate_error_pct"], ""))
+                 abs(worst_rate["rate_error_pct"]) <= TARGETS["rate_error_pct"],
+                 f"{worst_rate['peak_held']} frames held at once; median departure gap "
+                 f"{worst_rate['gap_median_us']:.1f} µs where {worst_rate['gap_expected_us']:.1f}"
+                 f" µs is due (delay p99 {worst_rate['p99_ms']:.3f} ms)"))
     outside = [r for r in emu["loss"]["error_rate"] if not r["inside"]]
     rows.append(("loss inside its 99 % interval",
                  f"{len(emu['loss']['error_rate']) - len(outside)} of "
@@ -92,23 +116,24 @@ def markdown(report):
     for target, measured, met, note in assess(report):
         lines.append(f"| {target} | {measured} | {'yes' if met else '**no**'} | {note} |")
     lines += ["", "## Delay error (actual - requested release), ms", "",
-              "| rate | delay | load | frames | p50 | p99 | max | rate error | gap (expected) µs |",
-              "|---|---|---|---|---|---|---|---|---|"]
+              "| rate | delay | load | frames | most held | p50 | p99 | max | rate error | "
+              "gap (expected) µs |", "|---|---|---|---|---|---|---|---|---|---|"]
     for c in emu["delay"]:
         rate = (f"{c['rate_error_pct']:+.3f} %" if "rate_error_pct" in c else "")
         gap = (f"{c['gap_median_us']:.1f} ({c['gap_expected_us']:.1f})"
                if "gap_median_us" in c else "")
         lines.append(f"| {rate_label(c['rate_bps'])} | {c['delay_ms']} ms | {c['load']} | "
-                     f"{c.get('delivered', 0)} | {c.get('p50_ms', 0):.3f} | "
+                     f"{c.get('delivered', 0)} | {c['peak_held']} | {c.get('p50_ms', 0):.3f} | "
                      f"{c.get('p99_ms', 0):.3f} | {c.get('max_ms', 0):.3f} | {rate} | {gap} |")
     lines += ["", f"Plain forwarding (bench/forward.p4), same frames: latency p50 "
               f"{base['latency']['p50_ms']:.3f} ms, p99 {base['latency']['p99_ms']:.3f} ms, "
               f"max {base['latency']['max_ms']:.3f} ms.", "",
               "## Capacity", "",
-              "| loaded rate (1500 B frames) | p50 | p99 | max | rate error |",
-              "|---|---|---|---|---|"]
+              "| loaded rate (1500 B frames) | most held | p50 | p99 | max | rate error |",
+              "|---|---|---|---|---|---|"]
     for c in emu["capacity_curve"]:
-        lines.append(f"| {rate_label(c['rate_bps'])} | {c.get('p50_ms', 0):.3f} | "
+        lines.append(f"| {rate_label(c['rate_bps'])} | {c['peak_held']} | "
+                     f"{c.get('p50_ms', 0):.3f} | "
                      f"{c.get('p99_ms', 0):.3f} | {c.get('max_ms', 0):.3f} | "
                      f"{c.get('rate_error_pct', 0):+.3f} % |")
     best = capacity_rate(report)
@@ -139,10 +164,14 @@ def markdown(report):
               "| held | linkemu p50 | p99 | max | bare loop p50 | p99 | max | "
               "in linkemu's shape p50 | p99 | max |",
               "|---|---|---|---|---|---|---|---|---|---|"]
-    for rows in zip(emu["hold_floor"], base["hold_floor"], base["shape"]["hold_floor"]):
+    floors = (emu["hold_floor"], base["hold_floor"], base["shape"]["hold_floor"])
+    for rows in zip(*floors):
         lines.append(f"| {rows[0]['held']} | " + " | ".join(
             f"{r.get('p50_ms', 0):.3f} | {r.get('p99_ms', 0):.3f} | {r.get('max_ms', 0):.3f}"
             for r in rows) + " |")
+    lines += ["", "Most frames held at once with release error p99 <= 0.5 ms: linkemu "
+              "{}, the bare loop {}, the bare loop in linkemu's shape {}.".format(
+                  *(held_capacity(f) for f in floors))]
     lines += ["", "What BMv2 pays on each pass of each program: it resets every metadata "
               "field (p4c's temporaries and locals included) when a packet arrives and on "
               "every recirculation, then walks the tables and conditions on the packet's "
@@ -154,7 +183,7 @@ def markdown(report):
                      f"{size['ingress_conditionals']} | {size['egress_tables']} | "
                      f"{size['egress_conditionals']} |")
     lines += ["",
-              "| packets held (2 s) | switch cores busy |", "|---|---|"]
+              "| frames held (2 s) | switch cores busy while they are |", "|---|---|"]
     lines += [f"| {r['held']} | {r['cores']:.2f} |" for r in emu["held_cpu"]]
     lines += ["", "## The event log", "",
               "The loaded 10 Mbit/s, 20 ms cell (500 B frames) and the saturated "

@@ -47,6 +47,18 @@ class Run:
         return [f.ts - entered[frame_seq(f.data)] for f in self.departures
                 if frame_seq(f.data) in entered]
 
+    def peak_inside(self):
+        """The most frames inside the switch at once, of those that left it:
+        how many a hold loop had to keep going round."""
+        left = {frame_seq(f.data): f.ts for f in self.departures}
+        steps = sorted([(f.ts, 1) for f in self.arrivals if frame_seq(f.data) in left] +
+                       [(ts, -1) for ts in left.values()])
+        inside = peak = 0
+        for _, step in steps:
+            inside += step
+            peak = max(peak, inside)
+        return peak
+
 
 def paced(switch, peers, schedule, wait, at_start=None, hold_us=0):
     """Sends frames at `schedule` [(offset s, size)] and waits `wait` s more;

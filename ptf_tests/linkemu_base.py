@@ -109,9 +109,12 @@ class LinkemuTest(BaseTest):
     def setUp(self):
         super().setUp()
         self.workdir = Path(tempfile.mkdtemp(prefix="linkemu-ptf-"))
+        # Cleanups, not tearDown: they run even when the rest of setUp fails.
+        self.addCleanup(shutil.rmtree, self.workdir, ignore_errors=True)
         self.dataplane = ptf.dataplane_instance
         self.switch = Switch(testutils.test_param_get("grpc"))
         self.switch.connect()
+        self.addCleanup(self.switch.close)
         self.warm_up()
         self.push(IDEAL)
         self.drain()
@@ -121,8 +124,6 @@ class LinkemuTest(BaseTest):
             self.push(IDEAL)
             self.drain()
         finally:
-            self.switch.close()
-            shutil.rmtree(self.workdir, ignore_errors=True)
             super().tearDown()
 
     def push(self, directions):
