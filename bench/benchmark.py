@@ -106,10 +106,6 @@ class Bench:
         self.last_sent = what
         return paced(self.switch, self.peers, schedule, wait, **options)
 
-    def stream(self, what, profile, count, spacing, size, wait):
-        self.push(profile)
-        return self.send(what, [(i * spacing, size) for i in range(count)], wait)
-
     # Delay and rate fidelity -------------------------------------------------
     def delay_cell(self, rate_bps, delay_ms, load, size=SIZE):
         profile = link(f"{rate_bps / 1e3:g}kbit", f"{delay_ms}ms")
@@ -122,8 +118,10 @@ class Bench:
             spacing = tx / 1.25
             count = max(60, min(600, int(budget / tx)))
         backlog = count * (tx - spacing) if load == "loaded" else 0
-        run = self.stream(f"the {rate_label(rate_bps)}, {delay_ms} ms, {load} cell ({size} B)",
-                          profile, count, spacing, size, delay_ms / 1e3 + backlog + 2 * tx + 0.5)
+        self.push(profile)
+        run = self.send(f"the {rate_label(rate_bps)}, {delay_ms} ms, {load} cell ({size} B)",
+                        [(i * spacing, size) for i in range(count)],
+                        delay_ms / 1e3 + backlog + 2 * tx + 0.5)
         fidelity = compare(run.arrivals, run.departures, profile.downlink)
         cell = {"rate_bps": rate_bps, "delay_ms": delay_ms, "load": load, "size": size,
                 "sent": count, "entered": len(run.arrivals), "peak_held": run.peak_inside(),
