@@ -173,9 +173,11 @@ class LivePushTest(LinkemuTest):
 
 
 class CountersTest(LinkemuTest):
-    """Packets and bytes in and out are counted per direction."""
+    """Packets and bytes in and out are counted per direction, the bytes the
+    frame's own whether it was held (downlink) or released on arrival."""
 
     def runTest(self):
+        self.push({"downlink": {"delay": "20ms"}})
         before = self.counters()
         self.send_spaced(FIXED_PORT, MOBILE, 7, 0, 300)
         self.send_spaced(MOBILE, FIXED_PORT, 3, 0, 200)

@@ -6,6 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from linkemu import dataplane
+
 BMV2_JSON = Path(__file__).resolve().parent.parent / "build" / "linkemu.json"
 
 
@@ -17,3 +19,13 @@ def test_each_digest_is_one_learn_list():
     lists = json.loads(BMV2_JSON.read_text())["learn_lists"]
     names = Counter(entry["name"] for entry in lists)
     assert names == {"event_t": 1}
+
+
+@pytest.mark.skipif(not BMV2_JSON.exists(), reason="build/linkemu.json is missing (needs p4c)")
+def test_the_controller_takes_off_as_many_bytes_as_a_held_packet_carries():
+    program = json.loads(BMV2_JSON.read_text())
+    widths = {t["name"]: sum(f[1] for f in t["fields"]) for t in program["header_types"]}
+    assert widths["link_state_h"] == 8 * dataplane.LINK_STATE_BYTES
+    sizes = {c["name"].rsplit(".", 1)[-1]: c["size"] for c in program["counter_arrays"]}
+    for name in dataplane.HELD_CELLS:
+        assert sizes[name] == 2 * (4 if name in dataplane.QUEUE_COUNTERS else 2), name

@@ -51,6 +51,12 @@ COUNTERS = {
 LINK_EXITS = ("link_out", "drop_queue", "drop_aqm", "drop_link_error", "drop_loss_model")
 QUEUE_COUNTERS = ("drop_queue", "drop_aqm", "drop_aqm_ect", "ecn_marks", "ramp_marks",
                   "queue_enter", "queue_leave")
+# A held packet carries its state (link_state_h) ahead of the frame, and BMv2
+# counts those bytes too. The counters that can count a held packet have a
+# second half of cells for held packets (HELD_CELLS in linkemu.p4), which
+# counter_cells folds into the first less the state's bytes.
+HELD_CELLS = ("link_out", "queue_leave", "drop_link_error")
+LINK_STATE_BYTES = 55
 
 
 def queue_index(direction, cls):
@@ -134,7 +140,7 @@ def link_params_entry(name, direction, rate_bps, down=False):
     arq = direction.arq
     return TableEntry(
         table=LINK_PARAMS,
-        match={"m.dir": DIRECTION_IDS[name]},
+        match={"m.pkt.dir": DIRECTION_IDS[name]},
         action=f"{PASS}link_params.set_params",
         params={
             "byte_cost_q": byte_cost_q(rate_bps),
@@ -168,7 +174,7 @@ class ClassQueue:
     deferred: bool   # best effort behind a priority class, or under a varying rate
 
     def key(self):
-        return {"m.dir": DIRECTION_IDS[self.direction], "m.cls": CLASS_IDS[self.cls]}
+        return {"m.pkt.dir": DIRECTION_IDS[self.direction], "m.pkt.cls": CLASS_IDS[self.cls]}
 
 
 def class_queues(profile):
@@ -206,7 +212,7 @@ def traffic_class_entries(profile):
         for match in direction.priority.match:
             entries.append(TableEntry(
                 TRAFFIC_CLASS,
-                {"m.dir": DIRECTION_IDS[name], "is_ip": 1,
+                {"m.pkt.dir": DIRECTION_IDS[name], "is_ip": 1,
                  "dscp": _ternary(match.dscp, 6), "protocol": _ternary(match.protocol, 8),
                  "src_port": _ternary(match.src_port, 16),
                  "dst_port": _ternary(match.dst_port, 16)},
@@ -219,7 +225,7 @@ def link_state_entries(errors, next_errors=None, at_us=0):
     """Entries for per-direction error probabilities {direction: p}; with
     `next_errors`, those take over at `at_us` on the switch's clock."""
     next_errors = errors if next_errors is None else next_errors
-    return [TableEntry(LINK_STATE, {"m.dir": DIRECTION_IDS[name]},
+    return [TableEntry(LINK_STATE, {"m.pkt.dir": DIRECTION_IDS[name]},
                        f"{PASS}link_errors.set_error",
                        {"threshold": threshold(p), "next": threshold(next_errors[name]),
                         "at": at_us})
@@ -233,11 +239,11 @@ def loss_model_entries(profile):
         if loss is None:
             continue
         dir_id = DIRECTION_IDS[name]
-        entries.append(TableEntry(LOSS_MODEL, {"m.dir": dir_id, "bad": 0},
+        entries.append(TableEntry(LOSS_MODEL, {"m.pkt.dir": dir_id, "bad": 0},
                                   f"{PASS}loss_model.set_good",
                                   {"to_bad": threshold(loss.to_bad),
                                    "loss": threshold(loss.good_loss)}))
-        entries.append(TableEntry(LOSS_MODEL, {"m.dir": dir_id, "bad": 1},
+        entries.append(TableEntry(LOSS_MODEL, {"m.pkt.dir": dir_id, "bad": 1},
                                   f"{PASS}loss_model.set_bad",
                                   {"to_good": threshold(loss.to_good),
                                    "loss": threshold(loss.bad_loss)}))
@@ -245,14 +251,14 @@ def loss_model_entries(profile):
 
 
 def jitter_entries(profile):
-    return [TableEntry(JITTER, {"m.dir": DIRECTION_IDS[name], "rand_index": index},
+    return [TableEntry(JITTER, {"m.pkt.dir": DIRECTION_IDS[name], "rand_index": index},
                        f"{PASS}delay_variation.set_delay", {"delay_us": delay})
             for name, direction in profile.directions().items() if direction.jitter
             for index, delay in enumerate(delay_table(direction.jitter, direction.delay_us))]
 
 
 def delay_spike_entries(profile):
-    return [TableEntry(DELAY_SPIKES, {"m.dir": DIRECTION_IDS[name]},
+    return [TableEntry(DELAY_SPIKES, {"m.pkt.dir": DIRECTION_IDS[name]},
                        f"{PASS}delay_variation.set_spike",
                        {"threshold": threshold(d.delay_spikes.probability),
                         "length_us": d.delay_spikes.length_us})
@@ -260,7 +266,7 @@ def delay_spike_entries(profile):
 
 
 def packet_fault_entries(profile):
-    return [TableEntry(PACKET_FAULTS, {"m.dir": DIRECTION_IDS[name]},
+    return [TableEntry(PACKET_FAULTS, {"m.pkt.dir": DIRECTION_IDS[name]},
                        f"{PASS}packet_faults.set_faults",
                        {"reorder": threshold(d.reorder), "duplicate": threshold(d.duplicate),
                         "corrupt": threshold(d.corrupt)})
@@ -346,7 +352,7 @@ def sojourn_ramp(target_us):
 
 def sojourn_ramp_entries(profile):
     return [TableEntry(SOJOURN_RAMP,
-                       {"m.dir": DIRECTION_IDS[name], "sojourn_us": Range(low, high)},
+                       {"m.pkt.dir": DIRECTION_IDS[name], "sojourn_us": Range(low, high)},
                        f"{PASS}sojourn_ramp.mark_with", {"p_q16": round(p * Q16)},
                        priority=1)
             for name, direction in profile.directions().items() if direction.sojourn_target_us
@@ -355,7 +361,7 @@ def sojourn_ramp_entries(profile):
 
 def event_log_entries(directions):
     """Entries that make `directions` log every packet's fate."""
-    return [TableEntry(EVENT_LOG, {"m.dir": DIRECTION_IDS[name]},
+    return [TableEntry(EVENT_LOG, {"m.pkt.dir": DIRECTION_IDS[name]},
                        f"{PASS}event_log.log_events") for name in directions]
 
 
@@ -434,7 +440,7 @@ class PortLayout:
     @staticmethod
     def _forward(dir_id, dst, priority, action, params):
         return TableEntry(f"{PASS}port_map.forward",
-                          {"m.dir": dir_id, "hdr.ethernet.dst_addr": dst},
+                          {"m.pkt.dir": dir_id, "hdr.ethernet.dst_addr": dst},
                           f"{PASS}port_map.{action}", params, priority)
 
     def multicast_groups(self):
@@ -483,6 +489,17 @@ def in_flight(counters, direction):
             - sum(counters[name][direction][0] for name in LINK_EXITS))
 
 
+def counter_cells(switch, name):
+    """{index: (packets, bytes)} of a counter, every byte count the frame's."""
+    cells = {c.index: (c.packets, c.bytes) for c in switch.read_counter(name)}
+    if name not in HELD_CELLS:
+        return cells
+    half = len(cells) // 2
+    return {i: (packets + cells[i + half][0],
+                octets + cells[i + half][1] - LINK_STATE_BYTES * cells[i + half][0])
+            for i, (packets, octets) in cells.items() if i < half}
+
+
 def read_counters(switch):
     """{counter: {direction: (packets, bytes)}} for every counter of the program.
 
@@ -493,16 +510,16 @@ def read_counters(switch):
     counters = {}
     for name in COUNTERS:
         cells = {}
-        for c in switch.read_counter(name):
+        for index, (packets, octets) in counter_cells(switch, name).items():
             if name not in QUEUE_COUNTERS:
-                if c.index in DIRECTION_NAMES:
-                    cells[DIRECTION_NAMES[c.index]] = (c.packets, c.bytes)
+                if index in DIRECTION_NAMES:
+                    cells[DIRECTION_NAMES[index]] = (packets, octets)
                 continue
-            if c.index not in queues:
+            if index not in queues:
                 continue
-            direction, queue = queues[c.index]
-            cells[queue] = (c.packets, c.bytes)
-            packets, octets = cells.get(direction, (0, 0))
-            cells[direction] = (packets + c.packets, octets + c.bytes)
+            direction, queue = queues[index]
+            cells[queue] = (packets, octets)
+            total = cells.get(direction, (0, 0))
+            cells[direction] = (total[0] + packets, total[1] + octets)
         counters[name] = cells
     return counters

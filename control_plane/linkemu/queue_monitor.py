@@ -10,21 +10,21 @@ import csv
 import threading
 import time
 
-from .dataplane import CLASS_IDS, DIRECTION_IDS, ETH_HEADER_BYTES, queue_index
+from .dataplane import CLASS_IDS, DIRECTION_IDS, ETH_HEADER_BYTES, counter_cells, queue_index
 
 FIELDS = ("time_unix", "direction", "class", "packets", "bytes")
 
 
 def sample(switch):
     """{(direction, class): (packets, L3 bytes)} waiting in the router queues now."""
-    enter = {c.index: c for c in switch.read_counter("queue_enter")}
-    leave = {c.index: c for c in switch.read_counter("queue_leave")}
+    enter = counter_cells(switch, "queue_enter")
+    leave = counter_cells(switch, "queue_leave")
     queue = {}
     for direction in DIRECTION_IDS:
         for cls in CLASS_IDS:
             index = queue_index(direction, cls)
-            packets = enter[index].packets - leave[index].packets
-            frame_bytes = enter[index].bytes - leave[index].bytes
+            packets = enter[index][0] - leave[index][0]
+            frame_bytes = enter[index][1] - leave[index][1]
             queue[direction, cls] = (packets, frame_bytes - ETH_HEADER_BYTES * packets)
     return queue
 

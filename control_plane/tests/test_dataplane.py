@@ -21,7 +21,7 @@ def test_link_params_entries_carry_each_direction():
         "downlink": {"rate": "64kbit", "delay": "300ms", "queue": 20},
         "uplink": {"rate": "1Mbit", "delay": "1.5s", "queue": 1, "overhead": 8}})
     down, up = link_params_entries(profile)
-    assert down.match == {"m.dir": 0} and up.match == {"m.dir": 1}
+    assert down.match == {"m.pkt.dir": 0} and up.match == {"m.pkt.dir": 1}
     assert down.params["delay_us"] == 300_000 and up.params["delay_us"] == 1_500_000
     assert up.params["overhead_bytes"] == 8
     assert up.params["byte_cost_q"] == 8 << 20
@@ -49,7 +49,7 @@ def test_port_parsing():
 def test_single_host_sides_forward_everything_to_the_one_port():
     layout = PortLayout(fixed=(Port(1),), mobile=(Port(2),))
     forward = [e for e in layout.table_entries() if e.table.endswith("forward")]
-    assert {(e.match["m.dir"], e.params["port"]) for e in forward} == {(0, 2), (1, 1)}
+    assert {(e.match["m.pkt.dir"], e.params["port"]) for e in forward} == {(0, 2), (1, 1)}
     assert all(e.match["hdr.ethernet.dst_addr"] == Ternary(0, 0) for e in forward)
 
 
@@ -57,7 +57,7 @@ def test_several_hosts_get_mac_entries_and_a_flood_group():
     layout = PortLayout(fixed=(Port(1, "00:00:00:00:00:01"),),
                         mobile=(Port(2, "00:00:00:00:00:02"), Port(3, "00:00:00:00:00:03")))
     entries = layout.table_entries()
-    downlink = [e for e in entries if e.table.endswith("forward") and e.match["m.dir"] == 0]
+    downlink = [e for e in entries if e.table.endswith("forward") and e.match["m.pkt.dir"] == 0]
     assert [(e.action.rsplit(".", 1)[1], e.priority) for e in downlink] == [
         ("to_port", 2), ("to_port", 2), ("flood", 1)]
     groups = {g.group_id: g.ports for g in layout.multicast_groups()}
@@ -181,15 +181,15 @@ def test_without_priority_each_direction_has_one_immediate_queue():
                              "uplink": {"queue": 1}})
     entries = dataplane.queue_params_entries(profile)
     assert [(e.match, e.params) for e in entries] == [
-        ({"m.dir": 0, "m.cls": 0}, {"queue_limit": 20, "queue_bytes_limit": 3000,
+        ({"m.pkt.dir": 0, "m.pkt.cls": 0}, {"queue_limit": 20, "queue_bytes_limit": 3000,
                                     "share_cost_q": 0, "deferred": 0, "aqm": 0}),
-        ({"m.dir": 1, "m.cls": 0}, {"queue_limit": 1, "queue_bytes_limit": 0,
+        ({"m.pkt.dir": 1, "m.pkt.cls": 0}, {"queue_limit": 1, "queue_bytes_limit": 0,
                                     "share_cost_q": 0, "deferred": 0, "aqm": 0})]
     assert dataplane.traffic_class_entries(profile) == []
 
 
 def test_priority_split_gives_two_queues_with_shares_and_deferred_best_effort():
-    entries = {(e.match["m.dir"], e.match["m.cls"]): e.params
+    entries = {(e.match["m.pkt.dir"], e.match["m.pkt.cls"]): e.params
                for e in dataplane.queue_params_entries(priority_profile())}
     assert entries[(0, 0)] == {"queue_limit": 20, "queue_bytes_limit": 11000,
                                "share_cost_q": byte_cost_q(16_000), "deferred": 1,
@@ -203,7 +203,7 @@ def test_priority_split_gives_two_queues_with_shares_and_deferred_best_effort():
 def test_traffic_class_entries_match_what_is_given_and_port_either_way():
     entries = dataplane.traffic_class_entries(priority_profile())
     wild, exact8, exact16 = Ternary(0, 0), 0xff, 0xffff
-    assert all(e.params == {"cls": 1} and e.match["m.dir"] == 0 and e.match["is_ip"] == 1
+    assert all(e.params == {"cls": 1} and e.match["m.pkt.dir"] == 0 and e.match["is_ip"] == 1
                for e in entries)
     udp, tcp_src, tcp_dst = (e.match for e in entries)
     assert udp["protocol"] == Ternary(17, exact8) and udp["dscp"] == wild
@@ -216,18 +216,36 @@ def test_traffic_class_entries_match_what_is_given_and_port_either_way():
 def test_red_entries_are_keyed_by_class():
     entries = dataplane.red_entries(priority_profile())
     params = entries[dataplane.RED_PARAMS]
-    assert [e.match for e in params] == [{"m.dir": 0, "m.cls": 0}]
-    assert all(e.match["m.cls"] == 0 for e in entries[dataplane.RED_CURVE])
+    assert [e.match for e in params] == [{"m.pkt.dir": 0, "m.pkt.cls": 0}]
+    assert all(e.match["m.pkt.cls"] == 0 for e in entries[dataplane.RED_CURVE])
 
 
 class FakeCounterSwitch:
-    """Answers read_counter with one cell per index, packets = index + 1."""
+    """Answers read_counter with one cell per index, packets = index + 1, and
+    held packets' cells (HELD_CELLS) with no packets."""
 
     def read_counter(self, name):
         from types import SimpleNamespace
         size = 4 if name in dataplane.QUEUE_COUNTERS else 2
-        return [SimpleNamespace(index=i, packets=i + 1, bytes=10 * (i + 1))
-                for i in range(size)]
+        cells = [SimpleNamespace(index=i, packets=i + 1, bytes=10 * (i + 1)) for i in range(size)]
+        if name in dataplane.HELD_CELLS:
+            cells += [SimpleNamespace(index=size + i, packets=0, bytes=0) for i in range(size)]
+        return cells
+
+
+def test_held_packets_cells_are_folded_in_without_the_state_they_carry():
+    from types import SimpleNamespace
+
+    class Switch:
+        def read_counter(self, name):
+            return [SimpleNamespace(index=0, packets=2, bytes=200),   # downlink, fresh
+                    SimpleNamespace(index=1, packets=1, bytes=100),
+                    SimpleNamespace(index=2, packets=3, bytes=300 + 3 * dataplane.LINK_STATE_BYTES),
+                    SimpleNamespace(index=3, packets=0, bytes=0)]
+
+    assert dataplane.counter_cells(Switch(), "link_out") == {0: (5, 500), 1: (1, 100)}
+    assert dataplane.read_counters(Switch())["link_out"] == {"downlink": (5, 500),
+                                                              "uplink": (1, 100)}
 
 
 def test_queue_counters_are_read_per_class_and_summed_per_direction():

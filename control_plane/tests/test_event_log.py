@@ -122,7 +122,7 @@ class DigestSwitch:
         self.digest_on = None
 
     def sync_table(self, table, entries):
-        self.synced.append((table, [e.match["m.dir"] for e in entries]))
+        self.synced.append((table, [e.match["m.pkt.dir"] for e in entries]))
 
     def next_digests(self, name, timeout):
         if self.lists:

@@ -138,7 +138,7 @@ def test_a_varying_rate_defers_best_effort():
     down, up = dataplane.link_params_entries(profile)
     assert down.params["features"] == dataplane.FEATURE_DEFERRED and down.params["down"] == 0
     assert up.params["features"] == 0
-    queues = {(e.match["m.dir"], e.match["m.cls"]): e.params
+    queues = {(e.match["m.pkt.dir"], e.match["m.pkt.cls"]): e.params
               for e in dataplane.queue_params_entries(profile)}
     assert queues[(0, 0)]["deferred"] == 1 and queues[(1, 0)]["deferred"] == 0
     outage = dataplane.link_params_entry("downlink", profile.downlink, 10e6, down=True)
@@ -165,7 +165,7 @@ def test_rate_driver_writes_both_directions_in_time_order(tmp_path):
     record = tmp_path / "rates.csv"
     driver = RateDriver(switch, profile, record)
     driver.run()
-    assert [(e.match["m.dir"], e.params["byte_cost_q"], e.params["down"])
+    assert [(e.match["m.pkt.dir"], e.params["byte_cost_q"], e.params["down"])
             for e in switch.written] == [
         (0, dataplane.byte_cost_q(10e6), 0), (1, dataplane.byte_cost_q(1e6), 0),
         (0, dataplane.byte_cost_q(5e6), 0), (1, dataplane.byte_cost_q(2e6), 0),

@@ -109,7 +109,7 @@ def test_state_changes_are_written_ahead_with_their_switch_instant():
     first = driver.applied[0]
     origin = first.applied_unix - first.latency_s
     instants = [origin + s.start_us / 1e6 for s in segments]
-    thresholds = [{e.match["m.dir"]: (e.params["threshold"], e.params["next"]) for e in entries}
+    thresholds = [{e.match["m.pkt.dir"]: (e.params["threshold"], e.params["next"]) for e in entries}
                   for _, entries in switch.written]
     assert [t[0] for t in thresholds] == [(0, 0), (0, 32768), (32768, 0), (0, 32768)]
     assert [t[1] for t in thresholds] == [(0, 0)] * 4

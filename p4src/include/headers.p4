@@ -90,34 +90,46 @@ const bit<2> AQM_PASS = 0;
 const bit<2> AQM_SIGNAL = 1;     // mark CE if ECN-capable, else drop
 const bit<2> AQM_DROP = 2;       // above max_th (2 x max_th if gentle): drop
 
-// What the link model decided about a packet; the per-packet fields ride with
-// the packet through every recirculation (field list 1).
+// What the link model decided about a packet. It rides with the packet
+// through the hold loop inside the packet itself: the deparser emits it
+// ahead of the frame while the packet is held, and the parser extracts it on
+// every recirculated pass. A field list would do the same, but BMv2 resets
+// every metadata field and copies every listed one on every pass of the
+// loop (about 1 200 instructions a field), where extracting a field is a
+// fraction of that.
+header link_state_h {
+    direction_t dir;
+    seq_t       seq;         // admission order within the direction
+    time_us_t   start_us;    // serialization starts (leaves the queue)
+    time_us_t   due_us;      // release instant at the far end
+    time_us_t   now_us;      // clock read at the last egress pass
+    bit<1>      queued;      // still counted in the router queue
+    bit<9>      out_port;    // unicast destination, 0 = flood
+    bit<16>     flood_grp;   // multicast group of the far side
+    time_us_t   attempt_us;  // next error draw: serialization end, + ARQ
+    bit<8>      retx;        // retransmissions so far
+    bit<1>      link_done;   // no more error draws: through, or lost
+    bit<1>      lost;        // failed every attempt; dropped in its turn
+    bit<1>      hol;         // counted as held behind a retransmission
+    time_us_t   wake_us;     // nothing changes for it before this
+    bit<1>      turn;        // due, waits for its turn in release order
+    bit<1>      cls;         // traffic class: 0 best effort, 1 priority
+    bit<1>      deferred;    // waits for the scheduler to give it a start
+    bit<32>     ticket;      // its place among the deferred packets
+    bit<1>      ahead;       // sent ahead (reorder): no place in link order
+    bit<1>      dup;         // released with a duplicate
+    bit<1>      log;         // its direction logs events (EventLog)
+    time_us_t   arrival_us;  // for the event log
+    bit<8>      log_flags;   // EVENT_MARKED, EVENT_CORRUPTED so far
+    bit<1>      admitted;    // the router queue took it (on arrival)
+    bit<1>      released;    // leaves the switch at the end of this pass
+    bit<3>      pad;         // whole bytes
+}
+
+// The link model's view of a packet: its own state and its link's
+// parameters.
 struct link_meta_t {
-    @field_list(1) direction_t dir;
-    @field_list(1) seq_t       seq;         // admission order within the direction
-    @field_list(1) time_us_t   start_us;    // serialization starts (leaves the queue)
-    @field_list(1) time_us_t   due_us;      // release instant at the far end
-    @field_list(1) time_us_t   now_us;      // clock read at the last egress pass
-    @field_list(1) bit<1>      queued;      // still counted in the router queue
-    @field_list(1) bit<9>      out_port;    // unicast destination, 0 = flood
-    @field_list(1) bit<16>     flood_grp;   // multicast group of the far side
-    @field_list(1) time_us_t   attempt_us;  // next error draw: serialization end, + ARQ
-    @field_list(1) bit<8>      retx;        // retransmissions so far
-    @field_list(1) bit<1>      link_done;   // no more error draws: through, or lost
-    @field_list(1) bit<1>      lost;        // failed every attempt; dropped in its turn
-    @field_list(1) bit<1>      hol;         // counted as held behind a retransmission
-    @field_list(1) time_us_t   wake_us;     // nothing changes for it before this
-    @field_list(1) bit<1>      turn;        // due, waits for its turn in release order
-    @field_list(1) bit<1>      cls;         // traffic class: 0 best effort, 1 priority
-    @field_list(1) bit<1>      deferred;    // waits for the scheduler to give it a start
-    @field_list(1) bit<32>     ticket;      // its place among the deferred packets
-    @field_list(1) bit<1>      ahead;       // sent ahead (reorder): no place in link order
-    @field_list(1) bit<1>      dup;         // released with a duplicate
-    @field_list(1) bit<1>      log;         // its direction logs events (EventLog)
-    @field_list(1) time_us_t   arrival_us;  // for the event log
-    @field_list(1) bit<8>      log_flags;   // EVENT_MARKED, EVENT_CORRUPTED so far
-    bit<1>         admitted;
-    bit<1>         released;
+    link_state_h   pkt;
     link_params_h  params;
     queue_params_h queue;
 }
@@ -200,6 +212,8 @@ header pass_h {
     bool       blocked;
     time_us_t  clock;
     time_us_t  wake;
+    bit<32>    dir_cell;    // HELD_CELLS (linkemu.p4)
+    bit<32>    queue_cell;
     red_state_t aqm;
     event_t    event;     // what LinkemuIngress reports, when meta.report
     bit<3>     pad;       // BMv2 wants a header of whole bytes
@@ -220,10 +234,10 @@ struct headers_t {
     l4_ports_h l4;
     l4_word_h  l4_word;
     pass_h     pass;
+    link_meta_t link;
 }
 
 struct metadata_t {
-    link_meta_t link;
     bit<1>      report;   // this pass ends with hdr.pass.event in the event log
 }
 

@@ -3,14 +3,17 @@
 // link model itself lives in the architecture-neutral controls it applies.
 //
 // Hold loop: a packet that is not yet due is sent to one of 16 interface-less
-// hold ports and recirculated at the end of egress, carrying the egress clock
-// in its field list. Ingress decides on every pass, so all link state is
-// touched by BMv2's single ingress thread only; a pass with nothing due (the
-// packet's wake_us is ahead) costs one comparison. The hold ports spread the
-// held packets over 16 egress queues because each holds 64 packets and
-// simple_switch_grpc has no Thrift server to deepen it (16 x 64 matches the
-// 1024-packet recirculation queue); they are all = 0 mod 4, so one BMv2
-// egress worker serves them all, which keeps the loop on two threads.
+// hold ports and recirculated at the end of egress, with its link state
+// (link_state_h, the egress clock in it) emitted ahead of the frame and
+// extracted again on the next pass: cheaper in BMv2 than a field list, whose
+// fields are reset and copied one by one on every pass. Ingress decides on
+// every pass, so all link state is touched by BMv2's single ingress thread
+// only; a pass with nothing due (the packet's wake_us is ahead) costs one
+// comparison. The hold ports spread the held packets over 16 egress queues
+// because each holds 64 packets and simple_switch_grpc has no Thrift server
+// to deepen it (16 x 64 matches the 1024-packet recirculation queue); they
+// are all = 0 mod 4, so one BMv2 egress worker serves them all, which keeps
+// the loop on two threads.
 //
 // Deferred best effort (a profile's priority split, or a rate that changes
 // over time): the waiting best-effort packets of a direction are a ring of
@@ -42,8 +45,12 @@ const bit<32> INSTANCE_TYPE_RECIRC = 4;
 const bit<9>  CPU_PORT = 255;         // simple_switch_grpc --cpu-port: P4Runtime packet I/O
 const bit<9>  HOLD_PORT_BASE = 448;   // 448, 452, .. 508: never attach these
 const bit<9>  HOLD_PORT_MASK = 15;    // 16 hold ports, chosen by sequence number
-const bit<8>  FL_HOLD = 1;            // @field_list(1) in link_meta_t
+const bit<8>  FL_HOLD = 1;            // empty (p4c warns so): the state rides in the packet
 const bit<16> DUP_GROUP_BASE = 256;   // + port: that port twice (PacketFaults' duplicate)
+// HELD_CELLS: BMv2 counts a held packet's bytes with the state it carries
+// ahead of the frame (link_state_h). The counters that can count a held
+// packet have a second half of cells for it, and the controller takes those
+// bytes off (dataplane.counter_cells), so every byte count is the frame's.
 // Deferred best-effort packets per direction; the profile keeps the
 // best-effort queue limit at or below it, so a slot is never overwritten
 // while its packet waits.
@@ -64,9 +71,13 @@ parser LinkemuParser(packet_in pkt, out headers_t hdr, inout metadata_t meta,
         // A held packet was parsed on its first pass; later passes only read
         // its metadata, which keeps each pass of the hold loop cheap.
         transition select(std.instance_type) {
-            INSTANCE_TYPE_RECIRC : accept;
+            INSTANCE_TYPE_RECIRC : parse_held;
             default              : parse_ethernet;
         }
+    }
+    state parse_held {
+        pkt.extract(hdr.link.pkt);
+        transition accept;
     }
     state parse_ethernet {
         pkt.extract(hdr.ethernet);
@@ -139,8 +150,8 @@ control LinkPass(inout headers_t hdr, inout metadata_t meta,
     // The router queue over time: the controller samples both counters, and
     // their difference is the queue (frames; bytes as captured).
     counter(NUM_QUEUES, CounterType.packets_and_bytes) queue_enter;
-    counter(NUM_QUEUES, CounterType.packets_and_bytes) queue_leave;
-    counter(NUM_DIRECTIONS, CounterType.packets_and_bytes) drop_link_error;
+    counter(2 * NUM_QUEUES, CounterType.packets_and_bytes) queue_leave;         // HELD_CELLS
+    counter(2 * NUM_DIRECTIONS, CounterType.packets_and_bytes) drop_link_error; // HELD_CELLS
     counter(NUM_DIRECTIONS, CounterType.packets_and_bytes) drop_loss_model;
     counter(NUM_DIRECTIONS, CounterType.packets) drop_malformed;
     counter(NUM_DIRECTIONS, CounterType.packets) retransmissions;
@@ -173,9 +184,9 @@ control LinkPass(inout headers_t hdr, inout metadata_t meta,
     // follow, set by a table's action: p4c copies a slot computed in the
     // control into a temporary of its own at every access, and each is one
     // more metadata field for BMv2 to reset on every pass.
-    action head_slot() { hdr.pass.slot = defer_slot(meta.link.dir, hdr.pass.head); }
-    action tail_slot() { hdr.pass.slot = defer_slot(meta.link.dir, hdr.pass.tail); }
-    action ticket_slot() { hdr.pass.slot = defer_slot(meta.link.dir, meta.link.ticket); }
+    action head_slot() { hdr.pass.slot = defer_slot(hdr.link.pkt.dir, hdr.pass.head); }
+    action tail_slot() { hdr.pass.slot = defer_slot(hdr.link.pkt.dir, hdr.pass.tail); }
+    action ticket_slot() { hdr.pass.slot = defer_slot(hdr.link.pkt.dir, hdr.link.pkt.ticket); }
     table slot_of_head { actions = { head_slot; } const default_action = head_slot(); }
     table slot_of_tail { actions = { tail_slot; } const default_action = tail_slot(); }
     table slot_of_ticket { actions = { ticket_slot; } const default_action = ticket_slot(); }
@@ -183,14 +194,14 @@ control LinkPass(inout headers_t hdr, inout metadata_t meta,
     // The packet's one event, when its direction logs: LinkemuIngress
     // reports it after the pass.
     action log_event(bit<8> outcome, time_us_t at) {
-        bit<8> flags = meta.link.log_flags;
-        flags = flags | (meta.link.hol == 1 ? EVENT_HELD : 0);
-        flags = flags | (meta.link.ahead == 1 ? EVENT_AHEAD : 0);
-        flags = flags | (meta.link.dup == 1 ? EVENT_DUPLICATE : 0);
+        bit<8> flags = hdr.link.pkt.log_flags;
+        flags = flags | (hdr.link.pkt.hol == 1 ? EVENT_HELD : 0);
+        flags = flags | (hdr.link.pkt.ahead == 1 ? EVENT_AHEAD : 0);
+        flags = flags | (hdr.link.pkt.dup == 1 ? EVENT_DUPLICATE : 0);
         meta.report = 1;
-        hdr.pass.event = {meta.link.dir, outcome, meta.link.seq, (bit<16>) hdr.pass.l3_len,
-                          meta.link.arrival_us, meta.link.start_us, meta.link.due_us, at,
-                          meta.link.retx, flags};
+        hdr.pass.event = {hdr.link.pkt.dir, outcome, hdr.link.pkt.seq, (bit<16>) hdr.pass.l3_len,
+                          hdr.link.pkt.arrival_us, hdr.link.pkt.start_us, hdr.link.pkt.due_us, at,
+                          hdr.link.pkt.retx, flags};
     }
 
     apply {
@@ -201,33 +212,34 @@ control LinkPass(inout headers_t hdr, inout metadata_t meta,
         // passes are events that settle it) or another event settled it; a
         // due packet waiting for its turn in release order sleeps until its
         // turn comes or it gives up waiting.
-        if (!fresh && meta.link.now_us < meta.link.wake_us) {
+        if (!fresh && hdr.link.pkt.now_us < hdr.link.pkt.wake_us) {
             bool asleep = true;
-            if (meta.link.deferred == 1) {
+            if (hdr.link.pkt.deferred == 1) {
                 bit<32> first;
-                defer_head.read(first, meta.link.dir);
-                asleep = (int<32>) (meta.link.ticket - first) > 0;
-            } else if (meta.link.turn == 1) {
+                defer_head.read(first, hdr.link.pkt.dir);
+                asleep = (int<32>) (hdr.link.pkt.ticket - first) > 0;
+            } else if (hdr.link.pkt.turn == 1) {
                 seq_t next;
-                next_release.read(next, meta.link.dir);
-                asleep = (int<32>) (meta.link.seq - next) > 0;
+                next_release.read(next, hdr.link.pkt.dir);
+                asleep = (int<32>) (hdr.link.pkt.seq - next) > 0;
             }
             if (asleep) {
                 std.egress_spec = HOLD_PORT_BASE +
-                                  (((bit<9>) meta.link.seq & HOLD_PORT_MASK) << 2);
+                                  (((bit<9>) hdr.link.pkt.seq & HOLD_PORT_MASK) << 2);
                 return;
             }
         }
         if (fresh) {
             bool known;
-            port_map.apply(std.ingress_port, hdr, meta.link, known);
+            hdr.link.pkt.setValid();
+            port_map.apply(std.ingress_port, hdr, hdr.link, known);
             if (!known) {
                 if (std.ingress_port == CPU_PORT) {
                     // A controller's clock probe goes back stamped.
                     hdr.clock_stamp.setValid();
                     hdr.clock_stamp.ingress_us = std.ingress_global_timestamp;
                     std.egress_spec = CPU_PORT;
-                    meta.link.released = 1;
+                    hdr.link.pkt.released = 1;
                 } else {
                     mark_to_drop(std);
                 }
@@ -235,21 +247,28 @@ control LinkPass(inout headers_t hdr, inout metadata_t meta,
             }
         }
         hdr.pass.setValid();
-        link_params.apply(meta.link);
+        link_params.apply(hdr.link);
+        // HELD_CELLS: the cells of a held packet's counts are apart.
+        hdr.pass.dir_cell = hdr.link.pkt.dir;
+        if (!fresh) {
+            hdr.pass.dir_cell = hdr.pass.dir_cell + NUM_DIRECTIONS;
+        }
         // "Now": arrival for a new packet, the last egress pass for a held one
         // (a recirculated packet keeps a stale ingress timestamp).
-        hdr.pass.now = meta.link.now_us;
+        hdr.pass.now = hdr.link.pkt.now_us;
+        // The emulated link carries the L3 packet; the Ethernet header, which
+        // every packet here has (see below), is Mininet's, and a held packet
+        // carries its state ahead of it.
+        hdr.pass.l3_len = std.packet_length - (ETH_HEADER_BYTES + hdr.link.pkt.minSizeInBytes());
         if (fresh) {
             if (!hdr.ethernet.isValid()) {
-                drop_malformed.count(meta.link.dir);
+                drop_malformed.count(hdr.link.pkt.dir);
                 mark_to_drop(std);
                 return;
             }
             hdr.pass.now = std.ingress_global_timestamp;
+            hdr.pass.l3_len = std.packet_length - ETH_HEADER_BYTES;
         }
-        // The emulated link carries the L3 packet; the Ethernet header, which
-        // every packet here has (see above), is Mininet's.
-        hdr.pass.l3_len = std.packet_length - ETH_HEADER_BYTES;
 
         // Every event of the direction offers the link to the head of its
         // deferred best effort, before a new packet can claim it.
@@ -259,106 +278,106 @@ control LinkPass(inout headers_t hdr, inout metadata_t meta,
         // condition a temporary of its own.)
         hdr.pass.head = 0;
         hdr.pass.tail = 0;
-        if (meta.link.params.features & FEATURE_DEFERRED != 0 || meta.link.deferred == 1) {
-            defer_head.read(hdr.pass.head, meta.link.dir);
-            defer_tail.read(hdr.pass.tail, meta.link.dir);
+        if (hdr.link.params.features & FEATURE_DEFERRED != 0 || hdr.link.pkt.deferred == 1) {
+            defer_head.read(hdr.pass.head, hdr.link.pkt.dir);
+            defer_tail.read(hdr.pass.tail, hdr.link.pkt.dir);
         }
         if (hdr.pass.head != hdr.pass.tail) {
             slot_of_head.apply();
             defer_arrival.read(hdr.pass.arrival, hdr.pass.slot);
             defer_bytes.read(hdr.pass.bytes, hdr.pass.slot);
             defer_share_cost.read(hdr.pass.share_cost, hdr.pass.slot);
-            link_free.read(hdr.pass.free, meta.link.dir);
-            class_free.read(hdr.pass.cap_free, meta.link.params.be_index);
-            best_effort_start.apply(hdr.pass.now, meta.link.params, hdr.pass.free,
+            link_free.read(hdr.pass.free, hdr.link.pkt.dir);
+            class_free.read(hdr.pass.cap_free, hdr.link.params.be_index);
+            best_effort_start.apply(hdr.pass.now, hdr.link.params, hdr.pass.free,
                                     hdr.pass.cap_free, hdr.pass.arrival, hdr.pass.bytes,
                                     hdr.pass.share_cost, hdr.pass.settled, hdr.pass.start,
                                     hdr.pass.cost, hdr.pass.free, hdr.pass.cap_free);
-            if (meta.link.params.down == 1) {
-                link_free.write(meta.link.dir, hdr.pass.free);
+            if (hdr.link.params.down == 1) {
+                link_free.write(hdr.link.pkt.dir, hdr.pass.free);
             } else if (hdr.pass.settled) {
-                next_seq.read(hdr.pass.seq, meta.link.dir);
+                next_seq.read(hdr.pass.seq, hdr.link.pkt.dir);
                 defer_seq.write(hdr.pass.slot, hdr.pass.seq);
                 hdr.pass.seq = hdr.pass.seq + 1;
-                next_seq.write(meta.link.dir, hdr.pass.seq);
+                next_seq.write(hdr.link.pkt.dir, hdr.pass.seq);
                 defer_start.write(hdr.pass.slot, hdr.pass.start);
                 defer_cost.write(hdr.pass.slot, hdr.pass.cost);
-                link_free.write(meta.link.dir, hdr.pass.free);
-                class_free.write(meta.link.params.be_index, hdr.pass.cap_free);
-                last_start.write(meta.link.params.be_index,
+                link_free.write(hdr.link.pkt.dir, hdr.pass.free);
+                class_free.write(hdr.link.params.be_index, hdr.pass.cap_free);
+                last_start.write(hdr.link.params.be_index,
                                  (time_us_t) (hdr.pass.start >> TIME_FRAC_BITS));
                 hdr.pass.head = hdr.pass.head + 1;
-                defer_head.write(meta.link.dir, hdr.pass.head);
+                defer_head.write(hdr.link.pkt.dir, hdr.pass.head);
             }
         }
 
         // This packet's own delay, drawn where its instants are set: on
         // arrival, or when a deferred packet's start is settled.
-        hdr.pass.settles = !fresh && meta.link.deferred == 1 &&
-                           (int<32>) (meta.link.ticket - hdr.pass.head) < 0;
+        hdr.pass.settles = !fresh && hdr.link.pkt.deferred == 1 &&
+                           (int<32>) (hdr.link.pkt.ticket - hdr.pass.head) < 0;
         if ((fresh || hdr.pass.settles) &&
-            meta.link.params.features & FEATURE_DELAY_VARIATION != 0) {
+            hdr.link.params.features & FEATURE_DELAY_VARIATION != 0) {
             random(hdr.pass.rand_index, 0, 1023);
             random(hdr.pass.rand_spike, 0, 0xffff);
-            delay_variation.apply(hdr.pass.rand_index, hdr.pass.rand_spike, meta.link);
+            delay_variation.apply(hdr.pass.rand_index, hdr.pass.rand_spike, hdr.link);
         }
 
         if (fresh) {
-            link_in.count(meta.link.dir);
-            event_log.apply(meta.link);
-            meta.link.arrival_us = hdr.pass.now;
+            link_in.count(hdr.link.pkt.dir);
+            event_log.apply(hdr.link);
+            hdr.link.pkt.arrival_us = hdr.pass.now;
 
             hdr.pass.lost = false;
-            if (meta.link.params.features & FEATURE_LOSS_MODEL != 0) {
-                loss_bad.read(hdr.pass.bad, meta.link.dir);
+            if (hdr.link.params.features & FEATURE_LOSS_MODEL != 0) {
+                loss_bad.read(hdr.pass.bad, hdr.link.pkt.dir);
                 random(hdr.pass.rand_move, 0, 0xffff);
                 random(hdr.pass.rand_loss, 0, 0xffff);
-                loss_model.apply(hdr.pass.rand_move, hdr.pass.rand_loss, hdr.pass.bad, meta.link,
+                loss_model.apply(hdr.pass.rand_move, hdr.pass.rand_loss, hdr.pass.bad, hdr.link,
                                  hdr.pass.new_bad, hdr.pass.lost);
-                loss_bad.write(meta.link.dir, hdr.pass.new_bad);
+                loss_bad.write(hdr.link.pkt.dir, hdr.pass.new_bad);
             }
             if (hdr.pass.lost) {
-                drop_loss_model.count(meta.link.dir);
-                if (meta.link.log == 1) {
+                drop_loss_model.count(hdr.link.pkt.dir);
+                if (hdr.link.pkt.log == 1) {
                     log_event(EVENT_DROP_LOSS_MODEL, hdr.pass.now);
                 }
                 mark_to_drop(std);
                 return;
             }
 
-            traffic_class.apply(hdr, meta.link);
-            queue_pkts.read(hdr.pass.waiting, meta.link.params.q_index);
-            queue_bytes.read(hdr.pass.waiting_bytes, meta.link.params.q_index);
-            last_start.read(hdr.pass.empty_since, meta.link.params.q_index);
+            traffic_class.apply(hdr, hdr.link);
+            queue_pkts.read(hdr.pass.waiting, hdr.link.params.q_index);
+            queue_bytes.read(hdr.pass.waiting_bytes, hdr.link.params.q_index);
+            last_start.read(hdr.pass.empty_since, hdr.link.params.q_index);
 
             hdr.pass.verdict = AQM_PASS;
             hdr.pass.use_ecn = false;
-            if (meta.link.queue.aqm == 1) {
-                red_avg.read(hdr.pass.aqm.avg, meta.link.params.q_index);
-                red_count.read(hdr.pass.aqm.count, meta.link.params.q_index);
-                red_target.read(hdr.pass.aqm.target, meta.link.params.q_index);
+            if (hdr.link.queue.aqm == 1) {
+                red_avg.read(hdr.pass.aqm.avg, hdr.link.params.q_index);
+                red_count.read(hdr.pass.aqm.count, hdr.link.params.q_index);
+                red_target.read(hdr.pass.aqm.target, hdr.link.params.q_index);
                 random(hdr.pass.rand_aqm, 0, 0xffff);
                 hdr.pass.idle = hdr.pass.now - hdr.pass.empty_since;
                 red.apply(hdr.pass.waiting, hdr.pass.waiting_bytes,
-                          hdr.pass.idle, hdr.pass.rand_aqm, meta.link,
+                          hdr.pass.idle, hdr.pass.rand_aqm, hdr.link,
                           hdr.pass.aqm, hdr.pass.verdict, hdr.pass.use_ecn);
-                red_avg.write(meta.link.params.q_index, hdr.pass.aqm.avg);
-                red_count.write(meta.link.params.q_index, hdr.pass.aqm.count);
-                red_target.write(meta.link.params.q_index, hdr.pass.aqm.target);
+                red_avg.write(hdr.link.params.q_index, hdr.pass.aqm.avg);
+                red_count.write(hdr.link.params.q_index, hdr.pass.aqm.count);
+                red_target.write(hdr.link.params.q_index, hdr.pass.aqm.target);
             }
             bool capable;
             bool ect1;
             ecn_capable.apply(hdr, capable, ect1);
             if (hdr.pass.verdict == AQM_SIGNAL && hdr.pass.use_ecn && capable) {
                 ecn_mark.apply(hdr);
-                ecn_marks.count(meta.link.params.q_index);
-                meta.link.log_flags = meta.link.log_flags | EVENT_MARKED;
+                ecn_marks.count(hdr.link.params.q_index);
+                hdr.link.pkt.log_flags = hdr.link.pkt.log_flags | EVENT_MARKED;
             } else if (hdr.pass.verdict != AQM_PASS) {
-                drop_aqm.count(meta.link.params.q_index);
+                drop_aqm.count(hdr.link.params.q_index);
                 if (capable) {
-                    drop_aqm_ect.count(meta.link.params.q_index);
+                    drop_aqm_ect.count(hdr.link.params.q_index);
                 }
-                if (meta.link.log == 1) {
+                if (hdr.link.pkt.log == 1) {
                     log_event(EVENT_DROP_AQM, hdr.pass.now);
                 }
                 mark_to_drop(std);
@@ -366,168 +385,172 @@ control LinkPass(inout headers_t hdr, inout metadata_t meta,
             }
 
             bool corrupt = false;
-            if (meta.link.params.features & FEATURE_PACKET_FAULTS != 0) {
+            if (hdr.link.params.features & FEATURE_PACKET_FAULTS != 0) {
                 random(hdr.pass.rand_reorder, 0, 0xffff);
                 random(hdr.pass.rand_duplicate, 0, 0xffff);
                 random(hdr.pass.rand_corrupt, 0, 0xffff);
                 random(hdr.pass.flip_bit, 0, 31);
                 packet_faults.apply(hdr.pass.rand_reorder, hdr.pass.rand_duplicate,
-                                    hdr.pass.rand_corrupt, hdr.pass.flip_bit, hdr, meta.link,
+                                    hdr.pass.rand_corrupt, hdr.pass.flip_bit, hdr.l4_word, hdr.link,
                                     corrupt);
             }
 
-            link_free.read(hdr.pass.free, meta.link.dir);
-            class_free.read(hdr.pass.cap_free, meta.link.params.q_index);
+            link_free.read(hdr.pass.free, hdr.link.pkt.dir);
+            class_free.read(hdr.pass.cap_free, hdr.link.params.q_index);
             link_clock.apply(hdr.pass.now, hdr.pass.l3_len, hdr.pass.free, hdr.pass.cap_free,
                              hdr.pass.head != hdr.pass.tail, hdr.pass.waiting,
-                             hdr.pass.waiting_bytes, meta.link, hdr.pass.free,
+                             hdr.pass.waiting_bytes, hdr.link, hdr.pass.free,
                              hdr.pass.cap_free, hdr.pass.cost, hdr.pass.share_cost);
-            if (meta.link.admitted == 0) {
-                drop_queue.count(meta.link.params.q_index);
-                if (meta.link.log == 1) {
-                    meta.link.start_us = 0;   // it never gets one
-                    meta.link.due_us = 0;
+            if (hdr.link.pkt.admitted == 0) {
+                drop_queue.count(hdr.link.params.q_index);
+                if (hdr.link.pkt.log == 1) {
+                    hdr.link.pkt.start_us = 0;   // it never gets one
+                    hdr.link.pkt.due_us = 0;
                     log_event(EVENT_DROP_QUEUE, hdr.pass.now);
                 }
                 mark_to_drop(std);
                 return;
             }
             if (corrupt) {
-                corrupted.count(meta.link.dir);
-                meta.link.log_flags = meta.link.log_flags | EVENT_CORRUPTED;
+                corrupted.count(hdr.link.pkt.dir);
+                hdr.link.pkt.log_flags = hdr.link.pkt.log_flags | EVENT_CORRUPTED;
             }
-            if (meta.link.deferred == 1) {
-                meta.link.ahead = 0;   // its delay is drawn when its start is settled
+            if (hdr.link.pkt.deferred == 1) {
+                hdr.link.pkt.ahead = 0;   // its delay is drawn when its start is settled
                 slot_of_tail.apply();
                 defer_arrival.write(hdr.pass.slot, hdr.pass.now);
-                defer_bytes.write(hdr.pass.slot, hdr.pass.l3_len + meta.link.params.overhead_bytes);
+                defer_bytes.write(hdr.pass.slot, hdr.pass.l3_len + hdr.link.params.overhead_bytes);
                 defer_share_cost.write(hdr.pass.slot, hdr.pass.share_cost);
-                meta.link.ticket = hdr.pass.tail;
-                meta.link.seq = hdr.pass.tail;   // spreads it over the hold ports until it starts
+                hdr.link.pkt.ticket = hdr.pass.tail;
+                hdr.link.pkt.seq = hdr.pass.tail;   // spreads it over the hold ports until it starts
                 hdr.pass.tail = hdr.pass.tail + 1;
-                defer_tail.write(meta.link.dir, hdr.pass.tail);
+                defer_tail.write(hdr.link.pkt.dir, hdr.pass.tail);
             } else {
-                link_free.write(meta.link.dir, hdr.pass.free);
-                class_free.write(meta.link.params.q_index, hdr.pass.cap_free);
-                last_start.write(meta.link.params.q_index, meta.link.start_us);
-                next_seq.read(hdr.pass.seq, meta.link.dir);
-                meta.link.seq = hdr.pass.seq;
-                if (meta.link.ahead == 1) {
-                    sent_ahead.count(meta.link.dir);
+                link_free.write(hdr.link.pkt.dir, hdr.pass.free);
+                class_free.write(hdr.link.params.q_index, hdr.pass.cap_free);
+                last_start.write(hdr.link.params.q_index, hdr.link.pkt.start_us);
+                next_seq.read(hdr.pass.seq, hdr.link.pkt.dir);
+                hdr.link.pkt.seq = hdr.pass.seq;
+                if (hdr.link.pkt.ahead == 1) {
+                    sent_ahead.count(hdr.link.pkt.dir);
                 } else {
                     hdr.pass.seq = hdr.pass.seq + 1;
-                    next_seq.write(meta.link.dir, hdr.pass.seq);
+                    next_seq.write(hdr.link.pkt.dir, hdr.pass.seq);
                 }
-                if (meta.link.params.features & FEATURE_SOJOURN_RAMP != 0) {
+                if (hdr.link.params.features & FEATURE_SOJOURN_RAMP != 0) {
                     random(hdr.pass.rand_ramp, 0, 0xffff);
-                    hdr.pass.sojourn = meta.link.start_us - hdr.pass.now;
+                    hdr.pass.sojourn = hdr.link.pkt.start_us - hdr.pass.now;
                     sojourn_ramp.apply(hdr.pass.sojourn, hdr.pass.rand_ramp,
-                                       meta.link, hdr.pass.ramp_mark);
+                                       hdr.link, hdr.pass.ramp_mark);
                     if (hdr.pass.ramp_mark && ect1) {
                         ecn_mark.apply(hdr);
-                        ramp_marks.count(meta.link.params.q_index);
-                        meta.link.log_flags = meta.link.log_flags | EVENT_MARKED;
+                        ramp_marks.count(hdr.link.params.q_index);
+                        hdr.link.pkt.log_flags = hdr.link.pkt.log_flags | EVENT_MARKED;
                     }
                 }
             }
-            if (meta.link.queued == 1) {
+            if (hdr.link.pkt.queued == 1) {
                 hdr.pass.waiting = hdr.pass.waiting + 1;
-                queue_pkts.write(meta.link.params.q_index, hdr.pass.waiting);
+                queue_pkts.write(hdr.link.params.q_index, hdr.pass.waiting);
                 hdr.pass.waiting_bytes = hdr.pass.waiting_bytes + hdr.pass.l3_len;
-                queue_bytes.write(meta.link.params.q_index, hdr.pass.waiting_bytes);
-                queue_enter.count(meta.link.params.q_index);
+                queue_bytes.write(hdr.link.params.q_index, hdr.pass.waiting_bytes);
+                queue_enter.count(hdr.link.params.q_index);
             }
         } else if (hdr.pass.settles) {
             // Its start was settled: take it, with its place in link order.
             slot_of_ticket.apply();
             defer_start.read(hdr.pass.start, hdr.pass.slot);
             defer_cost.read(hdr.pass.cost, hdr.pass.slot);
-            defer_seq.read(meta.link.seq, hdr.pass.slot);
-            set_times.apply(hdr.pass.start, hdr.pass.cost, meta.link);
-            meta.link.deferred = 0;
+            defer_seq.read(hdr.link.pkt.seq, hdr.pass.slot);
+            set_times.apply(hdr.pass.start, hdr.pass.cost, hdr.link);
+            hdr.link.pkt.deferred = 0;
         }
 
-        router_queue_leave.apply(hdr.pass.now, meta.link, hdr.pass.left);
+        router_queue_leave.apply(hdr.pass.now, hdr.link, hdr.pass.left);
         if (hdr.pass.left) {
-            queue_pkts.read(hdr.pass.waiting, meta.link.params.q_index);
+            queue_pkts.read(hdr.pass.waiting, hdr.link.params.q_index);
             hdr.pass.waiting = hdr.pass.waiting - 1;
-            queue_pkts.write(meta.link.params.q_index, hdr.pass.waiting);
-            queue_bytes.read(hdr.pass.waiting_bytes, meta.link.params.q_index);
+            queue_pkts.write(hdr.link.params.q_index, hdr.pass.waiting);
+            queue_bytes.read(hdr.pass.waiting_bytes, hdr.link.params.q_index);
             hdr.pass.waiting_bytes = hdr.pass.waiting_bytes - hdr.pass.l3_len;
-            queue_bytes.write(meta.link.params.q_index, hdr.pass.waiting_bytes);
-            queue_leave.count(meta.link.params.q_index);
+            queue_bytes.write(hdr.link.params.q_index, hdr.pass.waiting_bytes);
+            hdr.pass.queue_cell = hdr.link.params.q_index;
+            if (!fresh) {
+                hdr.pass.queue_cell = hdr.pass.queue_cell + NUM_QUEUES;
+            }
+            queue_leave.count(hdr.pass.queue_cell);
         }
 
-        retx_busy_until.read(hdr.pass.busy_until, meta.link.dir);
-        if (meta.link.link_done == 0 && hdr.pass.now >= meta.link.attempt_us) {
+        retx_busy_until.read(hdr.pass.busy_until, hdr.link.pkt.dir);
+        if (hdr.link.pkt.link_done == 0 && hdr.pass.now >= hdr.link.pkt.attempt_us) {
             random(hdr.pass.rand, 0, 0xffff);
-            link_errors.apply(hdr.pass.rand, meta.link, hdr.pass.outcome);
+            link_errors.apply(hdr.pass.rand, hdr.link, hdr.pass.outcome);
             if (hdr.pass.outcome == DRAW_RETRANSMIT) {
-                retransmissions.count(meta.link.dir);
-                if (meta.link.retx == 1) {
-                    arq_delayed.count(meta.link.dir);
+                retransmissions.count(hdr.link.pkt.dir);
+                if (hdr.link.pkt.retx == 1) {
+                    arq_delayed.count(hdr.link.pkt.dir);
                 }
-                if (meta.link.due_us > hdr.pass.busy_until) {
-                    retx_busy_until.write(meta.link.dir, meta.link.due_us);
+                if (hdr.link.pkt.due_us > hdr.pass.busy_until) {
+                    retx_busy_until.write(hdr.link.pkt.dir, hdr.link.pkt.due_us);
                 }
             }
         }
 
-        next_release.read(hdr.pass.next, meta.link.dir);
-        release.apply(hdr.pass.now, hdr.pass.next, meta.link, hdr.pass.new_next, hdr.pass.skipped,
+        next_release.read(hdr.pass.next, hdr.link.pkt.dir);
+        release.apply(hdr.pass.now, hdr.pass.next, hdr.link, hdr.pass.new_next, hdr.pass.skipped,
                       hdr.pass.blocked);
-        next_release.write(meta.link.dir, hdr.pass.new_next);
+        next_release.write(hdr.link.pkt.dir, hdr.pass.new_next);
         if (hdr.pass.skipped) {
-            release_skips.count(meta.link.dir);
+            release_skips.count(hdr.link.pkt.dir);
         }
-        if (hdr.pass.blocked && meta.link.hol == 0 && meta.link.due_us < hdr.pass.busy_until) {
-            held_behind.count(meta.link.dir);
-            meta.link.hol = 1;
+        if (hdr.pass.blocked && hdr.link.pkt.hol == 0 && hdr.link.pkt.due_us < hdr.pass.busy_until) {
+            held_behind.count(hdr.link.pkt.dir);
+            hdr.link.pkt.hol = 1;
         }
 
-        if (meta.link.released == 1 && meta.link.log == 1) {
+        if (hdr.link.pkt.released == 1 && hdr.link.pkt.log == 1) {
             log_clock.read(hdr.pass.clock, 0);
             if (hdr.pass.clock < hdr.pass.now) {
                 hdr.pass.clock = hdr.pass.now;
             }
-            if (meta.link.lost == 1) {
+            if (hdr.link.pkt.lost == 1) {
                 log_event(EVENT_DROP_LINK_ERROR, hdr.pass.clock);
             } else {
                 log_event(EVENT_RELEASED, hdr.pass.clock);
             }
         }
-        if (meta.link.released == 1 && meta.link.lost == 1) {
-            drop_link_error.count(meta.link.dir);
+        if (hdr.link.pkt.released == 1 && hdr.link.pkt.lost == 1) {
+            drop_link_error.count(hdr.pass.dir_cell);
             mark_to_drop(std);
-        } else if (meta.link.released == 0) {
-            std.egress_spec = HOLD_PORT_BASE + (((bit<9>) meta.link.seq & HOLD_PORT_MASK) << 2);
+        } else if (hdr.link.pkt.released == 0) {
+            std.egress_spec = HOLD_PORT_BASE + (((bit<9>) hdr.link.pkt.seq & HOLD_PORT_MASK) << 2);
             // Sleep until the next event: serialization starts, an error draw,
             // the due instant (never, for a deferred packet: see the fast
             // path), or for a packet waiting for its turn in release order,
             // the instant it gives up waiting.
-            hdr.pass.wake = meta.link.due_us;
-            if (meta.link.link_done == 0 && meta.link.attempt_us < hdr.pass.wake) {
-                hdr.pass.wake = meta.link.attempt_us;
+            hdr.pass.wake = hdr.link.pkt.due_us;
+            if (hdr.link.pkt.link_done == 0 && hdr.link.pkt.attempt_us < hdr.pass.wake) {
+                hdr.pass.wake = hdr.link.pkt.attempt_us;
             }
-            if (meta.link.queued == 1 && meta.link.start_us < hdr.pass.wake) {
-                hdr.pass.wake = meta.link.start_us;
+            if (hdr.link.pkt.queued == 1 && hdr.link.pkt.start_us < hdr.pass.wake) {
+                hdr.pass.wake = hdr.link.pkt.start_us;
             }
             if (hdr.pass.blocked) {
-                meta.link.turn = 1;
-                meta.link.wake_us = meta.link.due_us + meta.link.params.stall_us;
+                hdr.link.pkt.turn = 1;
+                hdr.link.pkt.wake_us = hdr.link.pkt.due_us + hdr.link.params.stall_us;
             } else {
-                meta.link.turn = 0;
-                meta.link.wake_us = hdr.pass.wake;
+                hdr.link.pkt.turn = 0;
+                hdr.link.pkt.wake_us = hdr.pass.wake;
             }
-        } else if (meta.link.out_port != 0) {
-            if (meta.link.dup == 1) {
-                duplicated.count(meta.link.dir);
-                std.mcast_grp = DUP_GROUP_BASE + (bit<16>) meta.link.out_port;
+        } else if (hdr.link.pkt.out_port != 0) {
+            if (hdr.link.pkt.dup == 1) {
+                duplicated.count(hdr.link.pkt.dir);
+                std.mcast_grp = DUP_GROUP_BASE + (bit<16>) hdr.link.pkt.out_port;
             } else {
-                std.egress_spec = meta.link.out_port;
+                std.egress_spec = hdr.link.pkt.out_port;
             }
         } else {
-            std.mcast_grp = meta.link.flood_grp;
+            std.mcast_grp = hdr.link.pkt.flood_grp;
         }
     }
 }
@@ -561,18 +584,19 @@ control LinkemuIngress(inout headers_t hdr, inout metadata_t meta,
 
 control LinkemuEgress(inout headers_t hdr, inout metadata_t meta,
                       inout standard_metadata_t std) {
-    counter(NUM_DIRECTIONS, CounterType.packets_and_bytes) link_out;
+    counter(2 * NUM_DIRECTIONS, CounterType.packets_and_bytes) link_out;   // HELD_CELLS
 
     apply {
-        if (meta.link.log == 1) {
+        if (hdr.link.pkt.log == 1) {
             log_clock.write(0, std.egress_global_timestamp);
         }
-        if (meta.link.released == 1) {
+        if (hdr.link.pkt.released == 1) {
             if (!hdr.clock_stamp.isValid()) {
-                link_out.count(meta.link.dir);
+                link_out.count(hdr.pass.dir_cell);
             }
+            hdr.link.pkt.setInvalid();
         } else {
-            meta.link.now_us = std.egress_global_timestamp;
+            hdr.link.pkt.now_us = std.egress_global_timestamp;
             recirculate_preserving_field_list(FL_HOLD);
         }
     }
@@ -581,6 +605,7 @@ control LinkemuEgress(inout headers_t hdr, inout metadata_t meta,
 control LinkemuDeparser(packet_out pkt, in headers_t hdr) {
     apply {
         pkt.emit(hdr.clock_stamp);
+        pkt.emit(hdr.link.pkt);   // held: its state rides ahead of the frame
         pkt.emit(hdr.ethernet);
         pkt.emit(hdr.ipv4);
         pkt.emit(hdr.ipv6);

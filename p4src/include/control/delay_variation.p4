@@ -26,7 +26,7 @@ control DelayVariation(in bit<10> rand_index, in bit<16> rand_spike, inout link_
 
     table jitter {
         key = {
-            m.dir      : exact;
+            m.pkt.dir      : exact;
             rand_index : exact;
         }
         actions = { set_delay; @defaultonly NoAction; }
@@ -40,7 +40,7 @@ control DelayVariation(in bit<10> rand_index, in bit<16> rand_spike, inout link_
     }
 
     table delay_spikes {
-        key = { m.dir : exact; }
+        key = { m.pkt.dir : exact; }
         actions = { set_spike; }
         const default_action = set_spike(0, 0);
         size = 2;

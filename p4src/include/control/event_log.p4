@@ -9,19 +9,19 @@
 control EventLog(inout link_meta_t m) {
 
     action log_events() {
-        m.log = 1;
+        m.pkt.log = 1;
     }
 
     table event_log {
-        key = { m.dir : exact; }
+        key = { m.pkt.dir : exact; }
         actions = { log_events; @defaultonly NoAction; }
         const default_action = NoAction;
         size = 2;
     }
 
     apply {
-        m.log = 0;
-        m.log_flags = 0;
+        m.pkt.log = 0;
+        m.pkt.log_flags = 0;
         event_log.apply();
     }
 }

@@ -27,9 +27,9 @@ const time_us_t TIME_NEVER = 0xffffffffffff;
 // (m.params) copies field by field.
 control SetTimes(in time_q_t start, in time_q_t cost, inout link_meta_t m) {
     apply {
-        m.start_us = (time_us_t) ((start + TIME_FRAC_MASK) >> TIME_FRAC_BITS);
-        m.attempt_us = (time_us_t) ((start + cost + TIME_FRAC_MASK) >> TIME_FRAC_BITS);
-        m.due_us = m.attempt_us + m.params.delay_us;
+        m.pkt.start_us = (time_us_t) ((start + TIME_FRAC_MASK) >> TIME_FRAC_BITS);
+        m.pkt.attempt_us = (time_us_t) ((start + cost + TIME_FRAC_MASK) >> TIME_FRAC_BITS);
+        m.pkt.due_us = m.pkt.attempt_us + m.params.delay_us;
     }
 }
 
@@ -68,24 +68,24 @@ control LinkClock(in time_us_t arrival_us, in bit<32> l3_len,
         bool full = queue_pkts >= m.queue.queue_limit ||
                     (m.queue.queue_bytes_limit != 0 &&
                      queue_bytes + l3_len > m.queue.queue_bytes_limit);
-        m.admitted = 1;
-        m.queued = 0;
-        m.deferred = 0;
+        m.pkt.admitted = 1;
+        m.pkt.queued = 0;
+        m.pkt.deferred = 0;
         new_link_free = link_free;
         new_class_free = class_free;
         if (waits) {
-            m.queued = 1;
+            m.pkt.queued = 1;
             if (full) {
-                m.admitted = 0;
+                m.pkt.admitted = 0;
             }
         }
         if (defer) {
-            m.deferred = 1;
-            m.start_us = TIME_NEVER;
-            m.attempt_us = TIME_NEVER;
-            m.due_us = TIME_NEVER;
+            m.pkt.deferred = 1;
+            m.pkt.start_us = TIME_NEVER;
+            m.pkt.attempt_us = TIME_NEVER;
+            m.pkt.due_us = TIME_NEVER;
         } else {
-            if (m.admitted == 1) {
+            if (m.pkt.admitted == 1) {
                 new_link_free = w.start + cost;
                 new_class_free = w.start + share_cost;
             }

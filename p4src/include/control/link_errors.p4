@@ -31,7 +31,7 @@ control LinkErrors(in bit<16> rand, inout link_meta_t m, out bit<2> outcome) {
     }
 
     table link_state {
-        key = { m.dir : exact; }
+        key = { m.pkt.dir : exact; }
         actions = { set_error; }
         const default_action = set_error(0, 0, 0);
         size = 2;
@@ -40,21 +40,21 @@ control LinkErrors(in bit<16> rand, inout link_meta_t m, out bit<2> outcome) {
     apply {
         w.setValid();
         link_state.apply();
-        if (m.attempt_us >= w.change_us) {
+        if (m.pkt.attempt_us >= w.change_us) {
             w.threshold = w.next_threshold;
         }
         if ((bit<32>) rand >= w.threshold) {
             outcome = DRAW_THROUGH;
-            m.link_done = 1;
-        } else if (m.retx < m.params.max_retx) {
+            m.pkt.link_done = 1;
+        } else if (m.pkt.retx < m.params.max_retx) {
             outcome = DRAW_RETRANSMIT;
-            m.retx = m.retx + 1;
-            m.attempt_us = m.attempt_us + m.params.retx_delay_us;
-            m.due_us = m.due_us + m.params.retx_delay_us;
+            m.pkt.retx = m.pkt.retx + 1;
+            m.pkt.attempt_us = m.pkt.attempt_us + m.params.retx_delay_us;
+            m.pkt.due_us = m.pkt.due_us + m.params.retx_delay_us;
         } else {
             outcome = DRAW_LOST;
-            m.lost = 1;
-            m.link_done = 1;
+            m.pkt.lost = 1;
+            m.pkt.link_done = 1;
         }
     }
 }

@@ -8,8 +8,8 @@ control LinkParams(inout link_meta_t m) {
 
     // The register indices of the direction's queues (see link_params_h).
     action set_indices() {
-        m.params.be_index = queue_index(m.dir, CLASS_BEST_EFFORT);
-        m.params.q_index = queue_index(m.dir, m.cls);
+        m.params.be_index = queue_index(m.pkt.dir, CLASS_BEST_EFFORT);
+        m.params.q_index = queue_index(m.pkt.dir, m.pkt.cls);
     }
 
     action set_params(bit<48> byte_cost_q, bit<32> overhead_bytes,
@@ -41,7 +41,7 @@ control LinkParams(inout link_meta_t m) {
     }
 
     table link_params {
-        key = { m.dir : exact; }
+        key = { m.pkt.dir : exact; }
         actions = { set_params; @defaultonly ideal; }
         const default_action = ideal;
         size = 2;

@@ -30,7 +30,7 @@ control LossModel(in bit<16> rand_move, in bit<16> rand_loss, in bit<1> bad,
 
     table loss_model {
         key = {
-            m.dir : exact;
+            m.pkt.dir : exact;
             bad   : exact;
         }
         actions = { set_good; set_bad; }

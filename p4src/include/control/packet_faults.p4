@@ -24,7 +24,7 @@ header packet_faults_work_h {
 
 control PacketFaults(in bit<16> rand_reorder, in bit<16> rand_duplicate,
                      in bit<16> rand_corrupt, in bit<5> flip_bit,
-                     inout headers_t hdr, inout link_meta_t m, out bool corrupted) {
+                     inout l4_word_h l4_word, inout link_meta_t m, out bool corrupted) {
     packet_faults_work_h w;
 
     action set_faults(bit<32> reorder, bit<32> duplicate, bit<32> corrupt) {
@@ -34,7 +34,7 @@ control PacketFaults(in bit<16> rand_reorder, in bit<16> rand_duplicate,
     }
 
     table packet_faults {
-        key = { m.dir : exact; }
+        key = { m.pkt.dir : exact; }
         actions = { set_faults; }
         const default_action = set_faults(0, 0, 0);
         size = 2;
@@ -45,14 +45,14 @@ control PacketFaults(in bit<16> rand_reorder, in bit<16> rand_duplicate,
         w.setValid();
         packet_faults.apply();
         if ((bit<32>) rand_reorder < w.reorder_threshold) {
-            m.ahead = 1;
+            m.pkt.ahead = 1;
             m.params.delay_us = 0;
         }
         if ((bit<32>) rand_duplicate < w.duplicate_threshold) {
-            m.dup = 1;
+            m.pkt.dup = 1;
         }
-        if ((bit<32>) rand_corrupt < w.corrupt_threshold && hdr.l4_word.isValid()) {
-            hdr.l4_word.word = hdr.l4_word.word ^ ((bit<32>) 1 << flip_bit);
+        if ((bit<32>) rand_corrupt < w.corrupt_threshold && l4_word.isValid()) {
+            l4_word.word = l4_word.word ^ ((bit<32>) 1 << flip_bit);
             corrupted = true;
         }
     }

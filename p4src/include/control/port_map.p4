@@ -8,7 +8,7 @@ control PortMap(in bit<9> ingress_port, in headers_t hdr, inout link_meta_t m,
                 out bool known) {
 
     action set_direction(direction_t dir) {
-        m.dir = dir;
+        m.pkt.dir = dir;
     }
 
     // Every port belongs to the fixed side (downlink) or the mobile side
@@ -21,20 +21,20 @@ control PortMap(in bit<9> ingress_port, in headers_t hdr, inout link_meta_t m,
     }
 
     action to_port(bit<9> port) {
-        m.out_port = port;
-        m.flood_grp = 0;
+        m.pkt.out_port = port;
+        m.pkt.flood_grp = 0;
     }
 
     action flood(bit<16> group) {
-        m.out_port = 0;
-        m.flood_grp = group;
+        m.pkt.out_port = 0;
+        m.pkt.flood_grp = group;
     }
 
     // Far-side destination: a host's MAC, or flooding to every far-side port
     // (broadcast, ARP, unknown unicast) with a low-priority wildcard entry.
     table forward {
         key = {
-            m.dir              : exact;
+            m.pkt.dir              : exact;
             hdr.ethernet.dst_addr : ternary;
         }
         actions = { to_port; flood; @defaultonly NoAction; }

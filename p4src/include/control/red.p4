@@ -35,8 +35,8 @@ control Red(in bit<32> queue_pkts, in bit<32> queue_bytes, in time_us_t idle_us,
 
     table red_params {
         key = {
-            m.dir : exact;
-            m.cls : exact;
+            m.pkt.dir : exact;
+            m.pkt.cls : exact;
         }
         actions = { set_red; }
         const default_action = set_red(0, 0, 0);   // no RED: a miss
@@ -49,8 +49,8 @@ control Red(in bit<32> queue_pkts, in bit<32> queue_bytes, in time_us_t idle_us,
 
     table red_decay {
         key = {
-            m.dir   : exact;
-            m.cls   : exact;
+            m.pkt.dir   : exact;
+            m.pkt.cls   : exact;
             idle_us : range;
         }
         actions = { decay; }
@@ -69,8 +69,8 @@ control Red(in bit<32> queue_pkts, in bit<32> queue_bytes, in time_us_t idle_us,
 
     table red_curve {
         key = {
-            m.dir : exact;
-            m.cls : exact;
+            m.pkt.dir : exact;
+            m.pkt.cls : exact;
             s.avg : range;
         }
         actions = { signal_with; drop_all; }

@@ -17,21 +17,21 @@ control Release(in time_us_t now_us, in seq_t next_release, inout link_meta_t m,
     apply {
         // Modular distance to the next packet in line; negative means this
         // packet's turn was skipped already and it must not wait any more.
-        int<32> ahead = (int<32>) (m.seq - next_release);
-        bool due = now_us >= m.due_us;
-        bool gave_up = now_us >= m.due_us + m.params.stall_us;
+        int<32> ahead = (int<32>) (m.pkt.seq - next_release);
+        bool due = now_us >= m.pkt.due_us;
+        bool gave_up = now_us >= m.pkt.due_us + m.params.stall_us;
 
-        bool in_line = m.ahead == 0;
+        bool in_line = m.pkt.ahead == 0;
         bool go = due && (!in_line || ahead <= 0 || gave_up);
         skipped = go && in_line && ahead > 0;
         blocked = due && !go;
         // Assignments under conditions, not ?: (see link_clock.p4).
-        m.released = 0;
+        m.pkt.released = 0;
         new_next_release = next_release;
         if (go) {
-            m.released = 1;
+            m.pkt.released = 1;
             if (in_line && ahead >= 0) {
-                new_next_release = m.seq + 1;
+                new_next_release = m.pkt.seq + 1;
             }
         }
     }

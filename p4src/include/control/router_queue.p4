@@ -6,9 +6,9 @@
 
 control RouterQueueLeave(in time_us_t now_us, inout link_meta_t m, out bool left) {
     apply {
-        left = m.queued == 1 && now_us >= m.start_us;
+        left = m.pkt.queued == 1 && now_us >= m.pkt.start_us;
         if (left) {
-            m.queued = 0;
+            m.pkt.queued = 0;
         }
     }
 }

@@ -24,12 +24,12 @@ control TrafficClass(in headers_t hdr, inout link_meta_t m) {
     traffic_class_work_h w;
 
     action set_class(bit<1> cls) {
-        m.cls = cls;
+        m.pkt.cls = cls;
     }
 
     table traffic_class {
         key = {
-            m.dir      : exact;
+            m.pkt.dir      : exact;
             w.is_ip    : exact @name("is_ip");
             w.dscp     : ternary @name("dscp");
             w.protocol : ternary @name("protocol");
@@ -48,7 +48,7 @@ control TrafficClass(in headers_t hdr, inout link_meta_t m) {
         m.queue.share_cost_q = share_cost_q;
         m.queue.deferred = deferred;
         m.queue.aqm = aqm;
-        m.params.q_index = queue_index(m.dir, m.cls);
+        m.params.q_index = queue_index(m.pkt.dir, m.pkt.cls);
     }
 
     // Without an entry a class has no router queue: only a packet that finds
@@ -59,13 +59,13 @@ control TrafficClass(in headers_t hdr, inout link_meta_t m) {
         m.queue.share_cost_q = 0;
         m.queue.deferred = 0;
         m.queue.aqm = 0;
-        m.params.q_index = queue_index(m.dir, m.cls);
+        m.params.q_index = queue_index(m.pkt.dir, m.pkt.cls);
     }
 
     table queue_params {
         key = {
-            m.dir : exact;
-            m.cls : exact;
+            m.pkt.dir : exact;
+            m.pkt.cls : exact;
         }
         actions = { set_queue; @defaultonly no_queue; }
         const default_action = no_queue;
@@ -74,7 +74,7 @@ control TrafficClass(in headers_t hdr, inout link_meta_t m) {
 
     // Applied once, when the packet arrives.
     apply {
-        m.cls = CLASS_BEST_EFFORT;
+        m.pkt.cls = CLASS_BEST_EFFORT;
         w.setValid();
         w.src_port = 0;
         w.dst_port = 0;
