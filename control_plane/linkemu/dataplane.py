@@ -56,7 +56,7 @@ QUEUE_COUNTERS = ("drop_queue", "drop_aqm", "drop_aqm_ect", "ecn_marks", "ramp_m
 # second half of cells for held packets (HELD_CELLS in linkemu.p4), which
 # counter_cells folds into the first less the state's bytes.
 HELD_CELLS = ("link_out", "queue_leave", "drop_link_error")
-LINK_STATE_BYTES = 55
+LINK_STATE_BYTES = 59
 
 
 def queue_index(direction, cls):
@@ -440,7 +440,7 @@ class PortLayout:
     @staticmethod
     def _forward(dir_id, dst, priority, action, params):
         return TableEntry(f"{PASS}port_map.forward",
-                          {"m.pkt.dir": dir_id, "hdr.ethernet.dst_addr": dst},
+                          {"m.pkt.dir": dir_id, "ethernet.dst_addr": dst},
                           f"{PASS}port_map.{action}", params, priority)
 
     def multicast_groups(self):

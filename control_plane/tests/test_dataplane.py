@@ -50,7 +50,7 @@ def test_single_host_sides_forward_everything_to_the_one_port():
     layout = PortLayout(fixed=(Port(1),), mobile=(Port(2),))
     forward = [e for e in layout.table_entries() if e.table.endswith("forward")]
     assert {(e.match["m.pkt.dir"], e.params["port"]) for e in forward} == {(0, 2), (1, 1)}
-    assert all(e.match["hdr.ethernet.dst_addr"] == Ternary(0, 0) for e in forward)
+    assert all(e.match["ethernet.dst_addr"] == Ternary(0, 0) for e in forward)
 
 
 def test_several_hosts_get_mac_entries_and_a_flood_group():

@@ -123,6 +123,8 @@ header link_state_h {
     bit<8>      log_flags;   // EVENT_MARKED, EVENT_CORRUPTED so far
     bit<1>      admitted;    // the router queue took it (on arrival)
     bit<1>      released;    // leaves the switch at the end of this pass
+    bit<32>     peek;        // the fast path's register read (a local is a
+                             // metadata field, reset on every pass)
     bit<3>      pad;         // whole bytes
 }
 
@@ -165,6 +167,8 @@ struct red_state_t {
 // Never emitted (BMv2 still adds its bytes to egress's packet_length, which
 // nothing reads there).
 header pass_h {
+    bool       fresh;     // the packet's first pass: it arrived
+    bool       known;     // it came in on a port of the link
     time_us_t  now;
     bit<32>    head;
     bit<32>    tail;
@@ -194,6 +198,9 @@ header pass_h {
                           // field, or p4c gives it a temporary
     bit<2>     verdict;
     bool       use_ecn;
+    bool       capable;   // ECN-capable transport
+    bool       ect1;
+    bool       corrupt;
     bit<16>    rand_aqm;
     bit<16>    rand_reorder;
     bit<16>    rand_duplicate;
@@ -216,7 +223,7 @@ header pass_h {
     bit<32>    queue_cell;
     red_state_t aqm;
     event_t    event;     // what LinkemuIngress reports, when meta.report
-    bit<3>     pad;       // BMv2 wants a header of whole bytes
+    bit<6>     pad;       // BMv2 wants a header of whole bytes
 }
 
 // The switch's clock when a controller's probe entered (P4Runtime packet-in

@@ -205,35 +205,36 @@ control LinkPass(inout headers_t hdr, inout metadata_t meta,
     }
 
     apply {
-        bool fresh = std.instance_type != INSTANCE_TYPE_RECIRC;
         // The hold loop's fast path: a held packet with nothing due goes
         // straight round again. Most passes end here. A deferred packet
         // sleeps until it heads its ring (then it looks every pass: its
         // passes are events that settle it) or another event settled it; a
         // due packet waiting for its turn in release order sleeps until its
-        // turn comes or it gives up waiting.
-        if (!fresh && hdr.link.pkt.now_us < hdr.link.pkt.wake_us) {
-            bool asleep = true;
+        // turn comes or it gives up waiting. (No locals here or anywhere in
+        // a pass: p4c makes each a metadata field, which BMv2 resets on every
+        // pass of every packet.)
+        if (std.instance_type == INSTANCE_TYPE_RECIRC &&
+            hdr.link.pkt.now_us < hdr.link.pkt.wake_us) {
             if (hdr.link.pkt.deferred == 1) {
-                bit<32> first;
-                defer_head.read(first, hdr.link.pkt.dir);
-                asleep = (int<32>) (hdr.link.pkt.ticket - first) > 0;
+                defer_head.read(hdr.link.pkt.peek, hdr.link.pkt.dir);
             } else if (hdr.link.pkt.turn == 1) {
-                seq_t next;
-                next_release.read(next, hdr.link.pkt.dir);
-                asleep = (int<32>) (hdr.link.pkt.seq - next) > 0;
+                next_release.read(hdr.link.pkt.peek, hdr.link.pkt.dir);
             }
-            if (asleep) {
+            if ((hdr.link.pkt.deferred == 1 &&
+                 (int<32>) (hdr.link.pkt.ticket - hdr.link.pkt.peek) > 0) ||
+                (hdr.link.pkt.deferred == 0 &&
+                 (hdr.link.pkt.turn == 0 || (int<32>) (hdr.link.pkt.seq - hdr.link.pkt.peek) > 0))) {
                 std.egress_spec = HOLD_PORT_BASE +
                                   (((bit<9>) hdr.link.pkt.seq & HOLD_PORT_MASK) << 2);
                 return;
             }
         }
-        if (fresh) {
-            bool known;
+        hdr.pass.setValid();
+        hdr.pass.fresh = std.instance_type != INSTANCE_TYPE_RECIRC;
+        if (hdr.pass.fresh) {
             hdr.link.pkt.setValid();
-            port_map.apply(std.ingress_port, hdr, hdr.link, known);
-            if (!known) {
+            port_map.apply(std.ingress_port, hdr.ethernet, hdr.link, hdr.pass.known);
+            if (!hdr.pass.known) {
                 if (std.ingress_port == CPU_PORT) {
                     // A controller's clock probe goes back stamped.
                     hdr.clock_stamp.setValid();
@@ -246,11 +247,10 @@ control LinkPass(inout headers_t hdr, inout metadata_t meta,
                 return;
             }
         }
-        hdr.pass.setValid();
         link_params.apply(hdr.link);
         // HELD_CELLS: the cells of a held packet's counts are apart.
         hdr.pass.dir_cell = hdr.link.pkt.dir;
-        if (!fresh) {
+        if (!hdr.pass.fresh) {
             hdr.pass.dir_cell = hdr.pass.dir_cell + NUM_DIRECTIONS;
         }
         // "Now": arrival for a new packet, the last egress pass for a held one
@@ -260,7 +260,7 @@ control LinkPass(inout headers_t hdr, inout metadata_t meta,
         // every packet here has (see below), is Mininet's, and a held packet
         // carries its state ahead of it.
         hdr.pass.l3_len = std.packet_length - (ETH_HEADER_BYTES + hdr.link.pkt.minSizeInBytes());
-        if (fresh) {
+        if (hdr.pass.fresh) {
             if (!hdr.ethernet.isValid()) {
                 drop_malformed.count(hdr.link.pkt.dir);
                 mark_to_drop(std);
@@ -313,16 +313,16 @@ control LinkPass(inout headers_t hdr, inout metadata_t meta,
 
         // This packet's own delay, drawn where its instants are set: on
         // arrival, or when a deferred packet's start is settled.
-        hdr.pass.settles = !fresh && hdr.link.pkt.deferred == 1 &&
+        hdr.pass.settles = !hdr.pass.fresh && hdr.link.pkt.deferred == 1 &&
                            (int<32>) (hdr.link.pkt.ticket - hdr.pass.head) < 0;
-        if ((fresh || hdr.pass.settles) &&
+        if ((hdr.pass.fresh || hdr.pass.settles) &&
             hdr.link.params.features & FEATURE_DELAY_VARIATION != 0) {
             random(hdr.pass.rand_index, 0, 1023);
             random(hdr.pass.rand_spike, 0, 0xffff);
             delay_variation.apply(hdr.pass.rand_index, hdr.pass.rand_spike, hdr.link);
         }
 
-        if (fresh) {
+        if (hdr.pass.fresh) {
             link_in.count(hdr.link.pkt.dir);
             event_log.apply(hdr.link);
             hdr.link.pkt.arrival_us = hdr.pass.now;
@@ -345,7 +345,7 @@ control LinkPass(inout headers_t hdr, inout metadata_t meta,
                 return;
             }
 
-            traffic_class.apply(hdr, hdr.link);
+            traffic_class.apply(hdr.ipv4, hdr.ipv6, hdr.l4, hdr.link);
             queue_pkts.read(hdr.pass.waiting, hdr.link.params.q_index);
             queue_bytes.read(hdr.pass.waiting_bytes, hdr.link.params.q_index);
             last_start.read(hdr.pass.empty_since, hdr.link.params.q_index);
@@ -365,16 +365,14 @@ control LinkPass(inout headers_t hdr, inout metadata_t meta,
                 red_count.write(hdr.link.params.q_index, hdr.pass.aqm.count);
                 red_target.write(hdr.link.params.q_index, hdr.pass.aqm.target);
             }
-            bool capable;
-            bool ect1;
-            ecn_capable.apply(hdr, capable, ect1);
-            if (hdr.pass.verdict == AQM_SIGNAL && hdr.pass.use_ecn && capable) {
+            ecn_capable.apply(hdr.ipv4, hdr.ipv6, hdr.pass.capable, hdr.pass.ect1);
+            if (hdr.pass.verdict == AQM_SIGNAL && hdr.pass.use_ecn && hdr.pass.capable) {
                 ecn_mark.apply(hdr);
                 ecn_marks.count(hdr.link.params.q_index);
                 hdr.link.pkt.log_flags = hdr.link.pkt.log_flags | EVENT_MARKED;
             } else if (hdr.pass.verdict != AQM_PASS) {
                 drop_aqm.count(hdr.link.params.q_index);
-                if (capable) {
+                if (hdr.pass.capable) {
                     drop_aqm_ect.count(hdr.link.params.q_index);
                 }
                 if (hdr.link.pkt.log == 1) {
@@ -384,7 +382,7 @@ control LinkPass(inout headers_t hdr, inout metadata_t meta,
                 return;
             }
 
-            bool corrupt = false;
+            hdr.pass.corrupt = false;
             if (hdr.link.params.features & FEATURE_PACKET_FAULTS != 0) {
                 random(hdr.pass.rand_reorder, 0, 0xffff);
                 random(hdr.pass.rand_duplicate, 0, 0xffff);
@@ -392,7 +390,7 @@ control LinkPass(inout headers_t hdr, inout metadata_t meta,
                 random(hdr.pass.flip_bit, 0, 31);
                 packet_faults.apply(hdr.pass.rand_reorder, hdr.pass.rand_duplicate,
                                     hdr.pass.rand_corrupt, hdr.pass.flip_bit, hdr.l4_word, hdr.link,
-                                    corrupt);
+                                    hdr.pass.corrupt);
             }
 
             link_free.read(hdr.pass.free, hdr.link.pkt.dir);
@@ -411,7 +409,7 @@ control LinkPass(inout headers_t hdr, inout metadata_t meta,
                 mark_to_drop(std);
                 return;
             }
-            if (corrupt) {
+            if (hdr.pass.corrupt) {
                 corrupted.count(hdr.link.pkt.dir);
                 hdr.link.pkt.log_flags = hdr.link.pkt.log_flags | EVENT_CORRUPTED;
             }
@@ -442,7 +440,7 @@ control LinkPass(inout headers_t hdr, inout metadata_t meta,
                     hdr.pass.sojourn = hdr.link.pkt.start_us - hdr.pass.now;
                     sojourn_ramp.apply(hdr.pass.sojourn, hdr.pass.rand_ramp,
                                        hdr.link, hdr.pass.ramp_mark);
-                    if (hdr.pass.ramp_mark && ect1) {
+                    if (hdr.pass.ramp_mark && hdr.pass.ect1) {
                         ecn_mark.apply(hdr);
                         ramp_marks.count(hdr.link.params.q_index);
                         hdr.link.pkt.log_flags = hdr.link.pkt.log_flags | EVENT_MARKED;
@@ -475,7 +473,7 @@ control LinkPass(inout headers_t hdr, inout metadata_t meta,
             hdr.pass.waiting_bytes = hdr.pass.waiting_bytes - hdr.pass.l3_len;
             queue_bytes.write(hdr.link.params.q_index, hdr.pass.waiting_bytes);
             hdr.pass.queue_cell = hdr.link.params.q_index;
-            if (!fresh) {
+            if (!hdr.pass.fresh) {
                 hdr.pass.queue_cell = hdr.pass.queue_cell + NUM_QUEUES;
             }
             queue_leave.count(hdr.pass.queue_cell);

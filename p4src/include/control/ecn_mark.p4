@@ -10,12 +10,12 @@ const bit<2> ECN_NOT_ECT = 0;
 const bit<2> ECN_ECT1 = 1;
 const bit<2> ECN_CE = 3;
 
-control EcnCapable(in headers_t hdr, out bool capable, out bool ect1) {
+control EcnCapable(in ipv4_h ipv4, in ipv6_h ipv6, out bool capable, out bool ect1) {
     apply {
-        capable = (hdr.ipv4.isValid() && hdr.ipv4.ecn != ECN_NOT_ECT) ||
-                  (hdr.ipv6.isValid() && hdr.ipv6.ecn != ECN_NOT_ECT);
-        ect1 = (hdr.ipv4.isValid() && hdr.ipv4.ecn == ECN_ECT1) ||
-               (hdr.ipv6.isValid() && hdr.ipv6.ecn == ECN_ECT1);
+        capable = (ipv4.isValid() && ipv4.ecn != ECN_NOT_ECT) ||
+                  (ipv6.isValid() && ipv6.ecn != ECN_NOT_ECT);
+        ect1 = (ipv4.isValid() && ipv4.ecn == ECN_ECT1) ||
+               (ipv6.isValid() && ipv6.ecn == ECN_ECT1);
     }
 }
 

@@ -4,7 +4,7 @@
 
 #include "../headers.p4"
 
-control PortMap(in bit<9> ingress_port, in headers_t hdr, inout link_meta_t m,
+control PortMap(in bit<9> ingress_port, in ethernet_h ethernet, inout link_meta_t m,
                 out bool known) {
 
     action set_direction(direction_t dir) {
@@ -35,7 +35,7 @@ control PortMap(in bit<9> ingress_port, in headers_t hdr, inout link_meta_t m,
     table forward {
         key = {
             m.pkt.dir              : exact;
-            hdr.ethernet.dst_addr : ternary;
+            ethernet.dst_addr  : ternary;
         }
         actions = { to_port; flood; @defaultonly NoAction; }
         const default_action = NoAction;

@@ -20,7 +20,7 @@ header traffic_class_work_h {
     bit<1>  pad;        // BMv2 wants a header of whole bytes
 }
 
-control TrafficClass(in headers_t hdr, inout link_meta_t m) {
+control TrafficClass(in ipv4_h ipv4, in ipv6_h ipv6, in l4_ports_h l4, inout link_meta_t m) {
     traffic_class_work_h w;
 
     action set_class(bit<1> cls) {
@@ -81,18 +81,18 @@ control TrafficClass(in headers_t hdr, inout link_meta_t m) {
         w.protocol = 0;
         w.dscp = 0;
         w.is_ip = 0;
-        if (hdr.ipv4.isValid()) {
+        if (ipv4.isValid()) {
             w.is_ip = 1;
-            w.dscp = hdr.ipv4.dscp;
-            w.protocol = hdr.ipv4.protocol;
-        } else if (hdr.ipv6.isValid()) {
+            w.dscp = ipv4.dscp;
+            w.protocol = ipv4.protocol;
+        } else if (ipv6.isValid()) {
             w.is_ip = 1;
-            w.dscp = hdr.ipv6.dscp;
-            w.protocol = hdr.ipv6.next_hdr;
+            w.dscp = ipv6.dscp;
+            w.protocol = ipv6.next_hdr;
         }
-        if (hdr.l4.isValid()) {
-            w.src_port = hdr.l4.src_port;
-            w.dst_port = hdr.l4.dst_port;
+        if (l4.isValid()) {
+            w.src_port = l4.src_port;
+            w.dst_port = l4.dst_port;
         }
         traffic_class.apply();
         m.queue.setValid();
