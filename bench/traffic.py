@@ -60,29 +60,62 @@ class Run:
         return peak
 
 
+def send(interface, schedule, marks):
+    """Sends each frame of `schedule` [(offset s, frame)] from a raw socket on
+    `interface` at its offset, calling marks[i]() just before frame i goes.
+    Paced by sleeping, then spinning for the last 0.2 ms."""
+    with socket.socket(socket.AF_PACKET, socket.SOCK_RAW) as sender:
+        sender.bind((interface, 0))
+        start = time.monotonic()
+        for i, (offset, payload) in enumerate(schedule):
+            due = start + offset
+            while (left := due - time.monotonic()) > 0:
+                if left > 0.0002:
+                    time.sleep(left - 0.0002)
+            if i in marks:
+                marks[i]()
+            sender.send(payload)
+
+
+def packets_counted(interface, direction):
+    """The kernel's count of packets `interface` sent ("tx") or received ("rx")."""
+    return int(Path(f"/sys/class/net/{interface}/statistics/{direction}_packets").read_text())
+
+
+def flood(peers, pps, seconds, size=64):
+    """Frames/s offered and delivered while `size` B frames are sent at `pps`
+    for `seconds` (or as fast as this process can, if slower), over the
+    steady middle of the run (from 0.5 s to 0.2 s before the end). Counted by
+    the kernel on the two test ends, not captured: under a flood tcpdump,
+    which shares the sender's cores, loses frames and the counters do not."""
+    marks = {}
+
+    def mark(name):
+        marks[name] = (time.monotonic(), packets_counted(peers[1], "tx"),
+                       packets_counted(peers[2], "rx"))
+
+    count = int(pps * seconds)
+    send(peers[1], [(i / pps, frame(i, size)) for i in range(count)],
+         {int(0.5 * pps): lambda: mark("begin"), count - int(0.2 * pps): lambda: mark("end")})
+    (t0, sent0, got0), (t1, sent1, got1) = marks["begin"], marks["end"]
+    return {"offered_pps": (sent1 - sent0) / (t1 - t0),
+            "delivered_pps": (got1 - got0) / (t1 - t0)}
+
+
 def paced(switch, peers, schedule, wait, at_start=None, hold_us=0):
     """Sends frames at `schedule` [(offset s, size)] and waits `wait` s more;
     calls at_start() just before the first frame goes.
 
-    Returns a Run. Paced by sleeping, then spinning for the last 0.2 ms."""
+    Returns a Run."""
     with tempfile.TemporaryDirectory() as workdir:
         captures = [Capture(switch.ports[1], "in", Path(workdir) / "in.pcap", snaplen=64),
                     Capture(switch.ports[2], "out", Path(workdir) / "out.pcap", snaplen=64)]
         for capture in captures:
             capture.start(settle=0.3)
         try:
-            with socket.socket(socket.AF_PACKET, socket.SOCK_RAW) as sender:
-                sender.bind((peers[1], 0))
-                payloads = [frame(i, size, hold_us) for i, (_, size) in enumerate(schedule)]
-                if at_start:
-                    at_start()
-                start = time.monotonic()
-                for (offset, _), payload in zip(schedule, payloads):
-                    due = start + offset
-                    while (left := due - time.monotonic()) > 0:
-                        if left > 0.0002:
-                            time.sleep(left - 0.0002)
-                    sender.send(payload)
+            send(peers[1], [(offset, frame(i, size, hold_us))
+                            for i, (offset, size) in enumerate(schedule)],
+                 {0: at_start} if at_start else {})
             time.sleep(wait)
         finally:
             for capture in captures:

@@ -88,6 +88,15 @@ def test_targets_are_set_beside_what_linkemus_shape_costs():
     notes = {t: n for t, _, _, n in report.assess(results())}
     [throughput] = [n for t, n in notes.items() if "throughput" in t]
     assert throughput.endswith("of linkemu's shape that does nothing else: 20 %")
+    assert report.UNSATURATED not in throughput
+
+
+def test_a_forwarding_rate_capped_by_the_offered_rate_is_said_to_be_a_bound():
+    unsaturated = results()
+    unsaturated["baseline"]["zero_delay"]["saturated"]["delivered_pps"] = 39900
+    notes = {t: n for t, _, _, n in report.assess(unsaturated)}
+    [throughput] = [n for t, n in notes.items() if "throughput" in t]
+    assert report.UNSATURATED in throughput
 
 
 
