@@ -379,12 +379,14 @@ def build_info():
 def program_size(bmv2_json):
     """What BMv2 pays for on every pass of a program: it resets each metadata
     field (temporaries and locals included) when a packet arrives and on every
-    recirculation, then walks the pipeline's tables and conditions."""
+    recirculation, marks each header invalid when a pass ends, and walks the
+    pipeline's tables and conditions."""
     program = json.loads(Path(bmv2_json).read_text())
     widths = {t["name"]: len(t["fields"]) for t in program["header_types"]}
     pipelines = {p["name"]: p for p in program["pipelines"]}
     return {"metadata_fields": sum(widths[h["header_type"]] for h in program["headers"]
                                    if h["metadata"]),
+            "headers": sum(not h["metadata"] for h in program["headers"]),
             **{f"{name}_{kind}": len(pipelines[name][kind])
                for name in ("ingress", "egress") for kind in ("tables", "conditionals")}}
 

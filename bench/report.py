@@ -163,7 +163,7 @@ def markdown(report):
                       ("plain forwarding", base["zero_delay"]["saturated"]),
                       ("linkemu's shape (bench/shape.p4)", base["shape"]["saturated"])):
         lines.append(f"| {name} | {sat['offered_pps']:.0f} | {sat['delivered_pps']:.0f} |")
-    lines += ["", "bench/shape.p4 is the bare hold loop with as many metadata fields as "
+    lines += ["", "bench/shape.p4 is the bare hold loop with as many metadata fields and headers as "
               "linkemu, and on a frame's first pass as many conditions and table applications "
               "as a zero-delay linkemu frame, doing nothing: what BMv2 charges for that shape "
               "alone."]
@@ -183,12 +183,13 @@ def markdown(report):
                   TARGETS["delay_p99_ms"], *(held_capacity(f) for f in floors))]
     lines += ["", "What BMv2 pays on each pass of each program: it resets every metadata "
               "field (p4c's temporaries and locals included) when a packet arrives and on "
-              "every recirculation, then walks the tables and conditions on the packet's "
-              "path.", "",
-              "| program | metadata fields | ingress tables | conditions | egress tables | "
-              "conditions |", "|---|---|---|---|---|---|"]
+              "every recirculation, marks every header invalid when a pass ends, and walks "
+              "the tables and conditions on the packet's path.", "",
+              "| program | metadata fields | headers | ingress tables | conditions | "
+              "egress tables | conditions |", "|---|---|---|---|---|---|---|"]
     for name, size in report["programs"].items():
-        lines.append(f"| {name} | {size['metadata_fields']} | {size['ingress_tables']} | "
+        lines.append(f"| {name} | {size['metadata_fields']} | {size['headers']} | "
+                     f"{size['ingress_tables']} | "
                      f"{size['ingress_conditionals']} | {size['egress_tables']} | "
                      f"{size['egress_conditionals']} |")
     lines += ["",

@@ -35,7 +35,7 @@ def results(logging=False, p99=0.4, held=30, change_p99=1.5, change_early=0.0,
         "date": "2026-11-22", "quick": True,
         "machine": {"cpu": "x", "cores": 2, "kernel": "k", "python": "3"},
         "bmv2": {"version": "1.15", "logging_macros": logging},
-        "programs": {"linkemu": {"metadata_fields": 220, "ingress_tables": 165,
+        "programs": {"linkemu": {"metadata_fields": 220, "headers": 18, "ingress_tables": 165,
                                  "ingress_conditionals": 90, "egress_tables": 3,
                                  "egress_conditionals": 2}},
         "baseline": {"latency": {"p50_ms": 0.1, "p99_ms": 0.2, "max_ms": 0.3,
@@ -136,7 +136,7 @@ def test_report_folder_is_complete_and_warns_about_logging_builds(tmp_path):
     assert "| 10 Mbit/s | 20 ms | loaded | 10 | 30 | 0.200 | 0.400 |" in text
     assert "| plain forwarding | 40000 | 30000 |" in text   # saturated
     assert "| linkemu's shape (bench/shape.p4) | 40000 | 6000 |" in text
-    assert "| linkemu | 220 | 165 | 90 | 3 | 2 |" in text   # what each pass pays for
+    assert "| linkemu | 220 | 18 | 165 | 90 | 3 | 2 |" in text   # what each pass pays for
     assert "| on | 600 | 0.600 | 2.500 | 3.500 | 95.0 | 7000 | 1200, 1.500, 2.500 |" in text
     assert json.loads((out / "report.json").read_text())["bmv2"]["logging_macros"] is True
     assert [p.name for p in tmp_path.iterdir()] == ["bench"]   # no staging left behind
@@ -164,7 +164,7 @@ def test_program_size_counts_what_bmv2_resets_and_walks(tmp_path):
     path = tmp_path / "p.json"
     path.write_text(json.dumps(program))
     assert benchmark.program_size(path) == {
-        "metadata_fields": 3, "ingress_tables": 2, "ingress_conditionals": 1,
+        "metadata_fields": 3, "headers": 1, "ingress_tables": 2, "ingress_conditionals": 1,
         "egress_tables": 0, "egress_conditionals": 0}
 
 
