@@ -268,10 +268,7 @@ class Bench:
         ramp = []
         for pps in SATURATION_RAMP:
             ramp.append(flood(self.peers, pps, 1.5 if self.quick else 3))
-            # Let the backlog leave: a packet still inside BMv2 when the
-            # pipeline changes hands its old program's PHV to the new
-            # program's pool, and the new program then runs on it.
-            time.sleep(0.5)
+            time.sleep(0.5)   # the backlog leaves before the next run
             if ramp[-1]["delivered_pps"] < 0.5 * ramp[-1]["offered_pps"]:
                 break
         return {**max(ramp, key=lambda r: r["delivered_pps"]), "ramp": ramp}
