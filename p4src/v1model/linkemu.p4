@@ -61,6 +61,10 @@ const bit<32> DEFER_MASK = DEFER_RING - 1;
 // than a held packet's own last pass.
 register<time_us_t>(1) log_clock;
 
+// Read by the hold loop's fast path as well as by a full pass.
+register<seq_t>(NUM_DIRECTIONS) next_release;
+register<bit<32>>(NUM_DIRECTIONS) defer_head;   // a direction's next deferred ticket to start
+
 bit<32> defer_slot(in direction_t dir, in bit<32> ticket) {
     return (dir * DEFER_RING) | (ticket & DEFER_MASK);
 }
@@ -123,7 +127,6 @@ control LinkPass(inout headers_t hdr, inout metadata_t meta,
     register<time_q_t>(NUM_QUEUES) class_free;            // a class's rate cap
     register<bit<32>>(NUM_QUEUES) queue_pkts;
     register<seq_t>(NUM_DIRECTIONS) next_seq;             // link order
-    register<seq_t>(NUM_DIRECTIONS) next_release;
     register<time_us_t>(NUM_DIRECTIONS) retx_busy_until;  // last ARQ due so far
     register<bit<1>>(NUM_DIRECTIONS) loss_bad;            // Gilbert-Elliott state
     register<bit<32>>(NUM_QUEUES) queue_bytes;            // L3 bytes waiting
@@ -131,7 +134,6 @@ control LinkPass(inout headers_t hdr, inout metadata_t meta,
     register<bit<64>>(NUM_QUEUES) red_avg;
     register<bit<32>>(NUM_QUEUES) red_count;
     register<bit<32>>(NUM_QUEUES) red_target;
-    register<bit<32>>(NUM_DIRECTIONS) defer_head;         // next ticket to start
     register<bit<32>>(NUM_DIRECTIONS) defer_tail;         // next ticket to hand out
     register<time_us_t>(NUM_DIRECTIONS * DEFER_RING) defer_arrival;
     register<bit<32>>(NUM_DIRECTIONS * DEFER_RING) defer_bytes;     // link bytes
@@ -205,30 +207,6 @@ control LinkPass(inout headers_t hdr, inout metadata_t meta,
     }
 
     apply {
-        // The hold loop's fast path: a held packet with nothing due goes
-        // straight round again. Most passes end here. A deferred packet
-        // sleeps until it heads its ring (then it looks every pass: its
-        // passes are events that settle it) or another event settled it; a
-        // due packet waiting for its turn in release order sleeps until its
-        // turn comes or it gives up waiting. (No locals here or anywhere in
-        // a pass: p4c makes each a metadata field, which BMv2 resets on every
-        // pass of every packet.)
-        if (std.instance_type == INSTANCE_TYPE_RECIRC &&
-            hdr.link.pkt.now_us < hdr.link.pkt.wake_us) {
-            if (hdr.link.pkt.deferred == 1) {
-                defer_head.read(hdr.link.pkt.peek, hdr.link.pkt.dir);
-            } else if (hdr.link.pkt.turn == 1) {
-                next_release.read(hdr.link.pkt.peek, hdr.link.pkt.dir);
-            }
-            if ((hdr.link.pkt.deferred == 1 &&
-                 (int<32>) (hdr.link.pkt.ticket - hdr.link.pkt.peek) > 0) ||
-                (hdr.link.pkt.deferred == 0 &&
-                 (hdr.link.pkt.turn == 0 || (int<32>) (hdr.link.pkt.seq - hdr.link.pkt.peek) > 0))) {
-                std.egress_spec = HOLD_PORT_BASE +
-                                  (((bit<9>) hdr.link.pkt.seq & HOLD_PORT_MASK) << 2);
-                return;
-            }
-        }
         hdr.pass.setValid();
         hdr.pass.fresh = std.instance_type != INSTANCE_TYPE_RECIRC;
         if (hdr.pass.fresh) {
@@ -558,24 +536,52 @@ control LinkemuIngress(inout headers_t hdr, inout metadata_t meta,
     LinkPass() link_pass;
 
     apply {
-        link_pass.apply(hdr, meta, std);
-        // One digest call for every event: BMv2 makes a learn list of each
-        // call, and P4Runtime configures only one list of a digest's name;
-        // another keeps BMv2's defaults and holds its events back for up to
-        // 16 samples or a second.
-        // Its members one by one: p4c copies a struct argument into
-        // temporaries, and BMv2 resets those on every pass of every packet.
-        if (meta.report == 1) {
-            digest<event_t>(1, {dir = hdr.pass.event.dir,
-                                outcome = hdr.pass.event.outcome,
-                                seq = hdr.pass.event.seq,
-                                length = hdr.pass.event.length,
-                                arrival_us = hdr.pass.event.arrival_us,
-                                start_us = hdr.pass.event.start_us,
-                                due_us = hdr.pass.event.due_us,
-                                event_us = hdr.pass.event.event_us,
-                                retx = hdr.pass.event.retx,
-                                flags = hdr.pass.event.flags});
+        // The hold loop's fast path: a held packet with nothing due goes
+        // straight round again. Most passes end here. A deferred packet
+        // sleeps until it heads its ring (then it looks every pass: its
+        // passes are events that settle it) or another event settled it; a
+        // due packet waiting for its turn in release order sleeps until its
+        // turn comes or it gives up waiting. It is here, not in LinkPass, and
+        // without a return: p4c turns a return into a flag checked before
+        // every statement that follows it, which the fast path would pay on
+        // every pass. (No locals here or anywhere in a pass: p4c makes each a
+        // metadata field, which BMv2 resets on every pass of every packet.)
+        if (std.instance_type == INSTANCE_TYPE_RECIRC &&
+            hdr.link.pkt.now_us < hdr.link.pkt.wake_us &&
+            (hdr.link.pkt.deferred == 1 || hdr.link.pkt.turn == 1)) {
+            if (hdr.link.pkt.deferred == 1) {
+                defer_head.read(hdr.link.pkt.peek, hdr.link.pkt.dir);
+            } else {
+                next_release.read(hdr.link.pkt.peek, hdr.link.pkt.dir);
+            }
+        }
+        if (std.instance_type == INSTANCE_TYPE_RECIRC &&
+            hdr.link.pkt.now_us < hdr.link.pkt.wake_us &&
+            ((hdr.link.pkt.deferred == 1 &&
+              (int<32>) (hdr.link.pkt.ticket - hdr.link.pkt.peek) > 0) ||
+             (hdr.link.pkt.deferred == 0 &&
+              (hdr.link.pkt.turn == 0 || (int<32>) (hdr.link.pkt.seq - hdr.link.pkt.peek) > 0)))) {
+            std.egress_spec = HOLD_PORT_BASE + (((bit<9>) hdr.link.pkt.seq & HOLD_PORT_MASK) << 2);
+        } else {
+            link_pass.apply(hdr, meta, std);
+            // One digest call for every event: BMv2 makes a learn list of each
+            // call, and P4Runtime configures only one list of a digest's name;
+            // another keeps BMv2's defaults and holds its events back for up to
+            // 16 samples or a second.
+            // Its members one by one: p4c copies a struct argument into
+            // temporaries, and BMv2 resets those on every pass of every packet.
+            if (meta.report == 1) {
+                digest<event_t>(1, {dir = hdr.pass.event.dir,
+                                    outcome = hdr.pass.event.outcome,
+                                    seq = hdr.pass.event.seq,
+                                    length = hdr.pass.event.length,
+                                    arrival_us = hdr.pass.event.arrival_us,
+                                    start_us = hdr.pass.event.start_us,
+                                    due_us = hdr.pass.event.due_us,
+                                    event_us = hdr.pass.event.event_us,
+                                    retx = hdr.pass.event.retx,
+                                    flags = hdr.pass.event.flags});
+            }
         }
     }
 }
