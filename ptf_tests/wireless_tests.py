@@ -19,6 +19,9 @@ from linkemu_base import (FIXED_PORT, MAX_LATE_S, MOBILE_PORTS, LinkemuTest, fra
 
 MOBILE = MOBILE_PORTS[0]
 Z999 = 3.29  # two-sided 99.9 % normal quantile
+# How far the switch's receive thread may fall behind the wire: a frame
+# captured this long before a state change may still meet the new state.
+RECEIVE_LAG_S = 0.01
 
 
 def binomial_bounds(n, p):
@@ -164,8 +167,14 @@ class StateChangeOnTimeTest(LinkemuTest):
     """A state change takes over at its instant on the switch's clock, not
     when its write returns: with the downlink's error toggling 0 <-> 1 every
     200 ms and a frame every 0.5 ms, every frame that entered more than
-    0.5 ms (plus the clock's uncertainty) from a change met the state of its
-    side of the change, and every write was in place before its instant."""
+    0.5 ms (plus the clock's uncertainty) after a change met the new state,
+    and every write was in place before its instant.
+
+    A frame is judged by its capture on the wire, and the switch stamps it
+    when its receive thread takes it, which falls behind on a busy machine
+    (by up to 6 ms in the benchmark). So a frame captured shortly before a
+    change may meet the new state (reported); one captured after it must
+    never meet the old one, whose write would then have come late."""
 
     def runTest(self):
         static = {"distribution": "static", "value": "200ms"}
@@ -189,7 +198,7 @@ class StateChangeOnTimeTest(LinkemuTest):
         delivered = set(seqs(received))
         changes = [(a.applied_unix - a.latency_s, a.change.state) for a in driver.applied]
         tolerance = 0.0005 + driver.clock.uncertainty_s
-        wrong, near, checked = [], 0, 0
+        wrong, early, near, checked = [], [], 0, 0
         for frame in sent:
             before = [(at, state) for at, state in changes if at <= frame.ts]
             if not before:
@@ -199,11 +208,17 @@ class StateChangeOnTimeTest(LinkemuTest):
                 continue
             checked += 1
             at, state = before[-1]
-            if (frame_seq(frame.data) in delivered) != (state == "good"):
+            if (frame_seq(frame.data) in delivered) == (state == "good"):
+                continue
+            following = [later for later, _ in changes if later > frame.ts]
+            if following and following[0] - frame.ts <= RECEIVE_LAG_S:
+                early.append(round((following[0] - frame.ts) * 1e3, 3))
+            else:
                 wrong.append((round((frame.ts - at) * 1e3, 3), state))
         summary = driver.latency_summary()
         print(f"state changes: {summary}; {checked} frames checked, {near} within "
-              f"{tolerance * 1e3:.2f} ms of a change skipped")
+              f"{tolerance * 1e3:.2f} ms of a change skipped; met the next state ms "
+              f"before it, as captured: {early}")
         self.assertEqual(summary["changes"], 5)
         self.assertGreater(checked, 1500)
         self.assertGreater(near, 0)
