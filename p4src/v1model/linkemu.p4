@@ -8,12 +8,14 @@
 // extracted again on the next pass: cheaper in BMv2 than a field list, whose
 // fields are reset and copied one by one on every pass. Ingress decides on
 // every pass, so all link state is touched by BMv2's single ingress thread
-// only; a pass with nothing due (the packet's wake_us is ahead) costs one
-// comparison. The hold ports spread the held packets over 16 egress queues
-// because each holds 64 packets and simple_switch_grpc has no Thrift server
-// to deepen it (16 x 64 matches the 1024-packet recirculation queue); they
-// are all = 0 mod 4, so one BMv2 egress worker serves them all, which keeps
-// the loop on two threads.
+// only. A pass with nothing due (the packet's wake_us is ahead) takes the
+// fast path in LinkemuIngress: two conditions, no table of the link model;
+// every other pass is a full pass (LinkPass), several times dearer. The hold
+// ports spread the held packets over 16 egress queues because each holds 64
+// packets and simple_switch_grpc has no Thrift server to deepen it (16 x 64
+// matches the 1024-packet recirculation queue); they are all = 0 mod 4, so
+// one BMv2 egress worker serves them all, which keeps the loop on two
+// threads.
 //
 // Deferred best effort (a profile's priority split, or a rate that changes
 // over time): the waiting best-effort packets of a direction are a ring of
