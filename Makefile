@@ -47,6 +47,7 @@ $(BUILD)/forward.json $(BUILD)/hold.json $(BUILD)/shape.json: $(BUILD)/%.json: b
 	@mkdir -p $(BUILD)
 	p4c --target bmv2 --arch v1model --std p4-16 -o $(BUILD) \
 	    --p4runtime-files $(BUILD)/$*.p4info.txtpb $<
+$(BUILD)/hold.json $(BUILD)/shape.json: bench/hold_loop.p4
 
 run: build
 	$(PYTHON) mininet/run.py --profile $(PROFILE) --fixed $(FIXED) --mobile $(MOBILE) \

@@ -67,6 +67,12 @@ register<time_us_t>(1) log_clock;
 register<seq_t>(NUM_DIRECTIONS) next_release;
 register<bit<32>>(NUM_DIRECTIONS) defer_head;   // a direction's next deferred ticket to start
 
+// The hold port of a held packet: its sequence number spreads the held
+// packets over the hold ports.
+bit<9> hold_port(in seq_t seq) {
+    return HOLD_PORT_BASE + (((bit<9>) seq & HOLD_PORT_MASK) << 2);
+}
+
 bit<32> defer_slot(in direction_t dir, in bit<32> ticket) {
     return (dir * DEFER_RING) | (ticket & DEFER_MASK);
 }
@@ -501,7 +507,7 @@ control LinkPass(inout headers_t hdr, inout metadata_t meta,
             drop_link_error.count(hdr.pass.dir_cell);
             mark_to_drop(std);
         } else if (hdr.link.pkt.released == 0) {
-            std.egress_spec = HOLD_PORT_BASE + (((bit<9>) hdr.link.pkt.seq & HOLD_PORT_MASK) << 2);
+            std.egress_spec = hold_port(hdr.link.pkt.seq);
             // Sleep until the next event: serialization starts, an error draw,
             // the due instant (never, for a deferred packet: see the fast
             // path), or for a packet waiting for its turn in release order,
@@ -563,7 +569,7 @@ control LinkemuIngress(inout headers_t hdr, inout metadata_t meta,
               (int<32>) (hdr.link.pkt.ticket - hdr.link.pkt.peek) > 0) ||
              (hdr.link.pkt.deferred == 0 &&
               (hdr.link.pkt.turn == 0 || (int<32>) (hdr.link.pkt.seq - hdr.link.pkt.peek) > 0)))) {
-            std.egress_spec = HOLD_PORT_BASE + (((bit<9>) hdr.link.pkt.seq & HOLD_PORT_MASK) << 2);
+            std.egress_spec = hold_port(hdr.link.pkt.seq);
         } else {
             link_pass.apply(hdr, meta, std);
             // One digest call for every event: BMv2 makes a learn list of each
