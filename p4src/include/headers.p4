@@ -161,54 +161,34 @@ struct red_state_t {
 // Working values live in headers, not in locals or metadata: BMv2 resets
 // every metadata field, locals included, on every pass of the hold loop; a
 // header's fields only when it is made valid, which only the code that uses
-// them does. The link model's controls each keep theirs in a header of their
-// own (*_work_h); these are the v1model glue's for one full pass of a packet,
-// made valid by that pass only: the fast path's passes never pay for them.
-// Never emitted (BMv2 still adds its bytes to egress's packet_length, which
-// nothing reads there).
+// them does (about 700 instructions a field, from callgrind). The link
+// model's controls each keep theirs in a header of their own (*_work_h);
+// these are the v1model glue's for one full pass of a packet, made valid by
+// that pass only: the fast path's passes never pay for them. Never emitted
+// (BMv2 still adds its bytes to egress's packet_length, which nothing reads
+// there).
 header pass_h {
     bool       fresh;     // the packet's first pass: it arrived
     bool       known;     // it came in on a port of the link
     time_us_t  now;
     bit<32>    head;
     bit<32>    tail;
-    bit<32>    slot;      // a deferred packet's place in its ring (defer_slot)
-    time_us_t  arrival;
-    bit<32>    bytes;
     time_q_t   share_cost;
     time_q_t   free;
     time_q_t   cap_free;
-    bool       settled;
-    time_q_t   start;
     time_q_t   cost;
     seq_t      seq;
     bool       settles;
-    bit<10>    rand_index;
-    bit<16>    rand_spike;
     bool       lost;
-    bit<1>     bad;
-    bit<1>     new_bad;
-    bit<16>    rand_move;
-    bit<16>    rand_loss;
     bit<32>    l3_len;
     bit<32>    waiting;
     bit<32>    waiting_bytes;
     time_us_t  empty_since;
-    time_us_t  idle;      // since the queue was last empty: RED's key, a
-                          // field, or p4c gives it a temporary
     bit<2>     verdict;
     bool       use_ecn;
     bool       capable;   // ECN-capable transport
     bool       ect1;
     bool       corrupt;
-    bit<16>    rand_aqm;
-    bit<16>    rand_reorder;
-    bit<16>    rand_duplicate;
-    bit<16>    rand_corrupt;
-    bit<5>     flip_bit;
-    bit<16>    rand_ramp;
-    time_us_t  sojourn;   // the sojourn ramp's key
-    bool       ramp_mark;
     bool       left;
     time_us_t  busy_until;
     bit<16>    rand;
@@ -217,13 +197,41 @@ header pass_h {
     seq_t      new_next;
     bool       skipped;
     bool       blocked;
-    time_us_t  clock;
     time_us_t  wake;
     bit<32>    dir_cell;    // HELD_CELLS (linkemu.p4)
     bit<32>    queue_cell;
+    bit<1>     pad;       // BMv2 wants a header of whole bytes
+}
+
+// The glue's working values of what a profile may leave out (the FEATURE_*
+// bits, RED, the event log), apart from pass_h: made valid only by a pass
+// that uses one, so a plain link's full passes do not reset them.
+header feature_pass_h {
+    bit<32>    slot;      // a deferred packet's place in its ring (defer_slot)
+    time_us_t  arrival;
+    bit<32>    bytes;
+    bool       settled;
+    time_q_t   start;
+    bit<10>    rand_index;
+    bit<16>    rand_spike;
+    bit<1>     bad;
+    bit<1>     new_bad;
+    bit<16>    rand_move;
+    bit<16>    rand_loss;
+    time_us_t  idle;      // since the queue was last empty: RED's key, a
+                          // field, or p4c gives it a temporary
+    bit<16>    rand_aqm;
     red_state_t aqm;
+    bit<16>    rand_reorder;
+    bit<16>    rand_duplicate;
+    bit<16>    rand_corrupt;
+    bit<5>     flip_bit;
+    bit<16>    rand_ramp;
+    time_us_t  sojourn;   // the sojourn ramp's key
+    bool       ramp_mark;
+    time_us_t  clock;
     event_t    event;     // what LinkemuIngress reports, when meta.report
-    bit<6>     pad;       // BMv2 wants a header of whole bytes
+    bit<5>     pad;       // whole bytes
 }
 
 // The switch's clock when a controller's probe entered (P4Runtime packet-in
@@ -241,11 +249,12 @@ struct headers_t {
     l4_ports_h l4;
     l4_word_h  l4_word;
     pass_h     pass;
+    feature_pass_h feature;
     link_meta_t link;
 }
 
 struct metadata_t {
-    bit<1>      report;   // this pass ends with hdr.pass.event in the event log
+    bit<1>      report;   // this pass ends with hdr.feature.event in the event log
 }
 
 #endif

@@ -194,9 +194,9 @@ control LinkPass(inout headers_t hdr, inout metadata_t meta,
     // follow, set by a table's action: p4c copies a slot computed in the
     // control into a temporary of its own at every access, and each is one
     // more metadata field for BMv2 to reset on every pass.
-    action head_slot() { hdr.pass.slot = defer_slot(hdr.link.pkt.dir, hdr.pass.head); }
-    action tail_slot() { hdr.pass.slot = defer_slot(hdr.link.pkt.dir, hdr.pass.tail); }
-    action ticket_slot() { hdr.pass.slot = defer_slot(hdr.link.pkt.dir, hdr.link.pkt.ticket); }
+    action head_slot() { hdr.feature.slot = defer_slot(hdr.link.pkt.dir, hdr.pass.head); }
+    action tail_slot() { hdr.feature.slot = defer_slot(hdr.link.pkt.dir, hdr.pass.tail); }
+    action ticket_slot() { hdr.feature.slot = defer_slot(hdr.link.pkt.dir, hdr.link.pkt.ticket); }
     table slot_of_head { actions = { head_slot; } const default_action = head_slot(); }
     table slot_of_tail { actions = { tail_slot; } const default_action = tail_slot(); }
     table slot_of_ticket { actions = { ticket_slot; } const default_action = ticket_slot(); }
@@ -208,8 +208,9 @@ control LinkPass(inout headers_t hdr, inout metadata_t meta,
         flags = flags | (hdr.link.pkt.hol == 1 ? EVENT_HELD : 0);
         flags = flags | (hdr.link.pkt.ahead == 1 ? EVENT_AHEAD : 0);
         flags = flags | (hdr.link.pkt.dup == 1 ? EVENT_DUPLICATE : 0);
+        hdr.feature.setValid();
         meta.report = 1;
-        hdr.pass.event = {hdr.link.pkt.dir, outcome, hdr.link.pkt.seq, (bit<16>) hdr.pass.l3_len,
+        hdr.feature.event = {hdr.link.pkt.dir, outcome, hdr.link.pkt.seq, (bit<16>) hdr.pass.l3_len,
                           hdr.link.pkt.arrival_us, hdr.link.pkt.start_us, hdr.link.pkt.due_us, at,
                           hdr.link.pkt.retx, flags};
     }
@@ -234,18 +235,11 @@ control LinkPass(inout headers_t hdr, inout metadata_t meta,
             }
         }
         link_params.apply(hdr.link);
-        // HELD_CELLS: the cells of a held packet's counts are apart.
-        hdr.pass.dir_cell = hdr.link.pkt.dir;
-        if (!hdr.pass.fresh) {
-            hdr.pass.dir_cell = hdr.pass.dir_cell + NUM_DIRECTIONS;
-        }
         // "Now": arrival for a new packet, the last egress pass for a held one
-        // (a recirculated packet keeps a stale ingress timestamp).
-        hdr.pass.now = hdr.link.pkt.now_us;
-        // The emulated link carries the L3 packet; the Ethernet header, which
-        // every packet here has (see below), is Mininet's, and a held packet
-        // carries its state ahead of it.
-        hdr.pass.l3_len = std.packet_length - (ETH_HEADER_BYTES + hdr.link.pkt.minSizeInBytes());
+        // (a recirculated packet keeps a stale ingress timestamp). The
+        // emulated link carries the L3 packet; the Ethernet header, which
+        // every packet here has, is Mininet's, and a held packet carries its
+        // state ahead of it. HELD_CELLS: a held packet counts in cells apart.
         if (hdr.pass.fresh) {
             if (!hdr.ethernet.isValid()) {
                 drop_malformed.count(hdr.link.pkt.dir);
@@ -254,6 +248,12 @@ control LinkPass(inout headers_t hdr, inout metadata_t meta,
             }
             hdr.pass.now = std.ingress_global_timestamp;
             hdr.pass.l3_len = std.packet_length - ETH_HEADER_BYTES;
+            hdr.pass.dir_cell = hdr.link.pkt.dir;
+        } else {
+            hdr.pass.now = hdr.link.pkt.now_us;
+            hdr.pass.l3_len = std.packet_length -
+                              (ETH_HEADER_BYTES + hdr.link.pkt.minSizeInBytes());
+            hdr.pass.dir_cell = hdr.link.pkt.dir + NUM_DIRECTIONS;
         }
 
         // Every event of the direction offers the link to the head of its
@@ -269,29 +269,30 @@ control LinkPass(inout headers_t hdr, inout metadata_t meta,
             defer_tail.read(hdr.pass.tail, hdr.link.pkt.dir);
         }
         if (hdr.pass.head != hdr.pass.tail) {
+            hdr.feature.setValid();
             slot_of_head.apply();
-            defer_arrival.read(hdr.pass.arrival, hdr.pass.slot);
-            defer_bytes.read(hdr.pass.bytes, hdr.pass.slot);
-            defer_share_cost.read(hdr.pass.share_cost, hdr.pass.slot);
+            defer_arrival.read(hdr.feature.arrival, hdr.feature.slot);
+            defer_bytes.read(hdr.feature.bytes, hdr.feature.slot);
+            defer_share_cost.read(hdr.pass.share_cost, hdr.feature.slot);
             link_free.read(hdr.pass.free, hdr.link.pkt.dir);
             class_free.read(hdr.pass.cap_free, hdr.link.params.be_index);
             best_effort_start.apply(hdr.pass.now, hdr.link.params, hdr.pass.free,
-                                    hdr.pass.cap_free, hdr.pass.arrival, hdr.pass.bytes,
-                                    hdr.pass.share_cost, hdr.pass.settled, hdr.pass.start,
+                                    hdr.pass.cap_free, hdr.feature.arrival, hdr.feature.bytes,
+                                    hdr.pass.share_cost, hdr.feature.settled, hdr.feature.start,
                                     hdr.pass.cost, hdr.pass.free, hdr.pass.cap_free);
             if (hdr.link.params.down == 1) {
                 link_free.write(hdr.link.pkt.dir, hdr.pass.free);
-            } else if (hdr.pass.settled) {
+            } else if (hdr.feature.settled) {
                 next_seq.read(hdr.pass.seq, hdr.link.pkt.dir);
-                defer_seq.write(hdr.pass.slot, hdr.pass.seq);
+                defer_seq.write(hdr.feature.slot, hdr.pass.seq);
                 hdr.pass.seq = hdr.pass.seq + 1;
                 next_seq.write(hdr.link.pkt.dir, hdr.pass.seq);
-                defer_start.write(hdr.pass.slot, hdr.pass.start);
-                defer_cost.write(hdr.pass.slot, hdr.pass.cost);
+                defer_start.write(hdr.feature.slot, hdr.feature.start);
+                defer_cost.write(hdr.feature.slot, hdr.pass.cost);
                 link_free.write(hdr.link.pkt.dir, hdr.pass.free);
                 class_free.write(hdr.link.params.be_index, hdr.pass.cap_free);
                 last_start.write(hdr.link.params.be_index,
-                                 (time_us_t) (hdr.pass.start >> TIME_FRAC_BITS));
+                                 (time_us_t) (hdr.feature.start >> TIME_FRAC_BITS));
                 hdr.pass.head = hdr.pass.head + 1;
                 defer_head.write(hdr.link.pkt.dir, hdr.pass.head);
             }
@@ -303,9 +304,10 @@ control LinkPass(inout headers_t hdr, inout metadata_t meta,
                            (int<32>) (hdr.link.pkt.ticket - hdr.pass.head) < 0;
         if ((hdr.pass.fresh || hdr.pass.settles) &&
             hdr.link.params.features & FEATURE_DELAY_VARIATION != 0) {
-            random(hdr.pass.rand_index, 0, 1023);
-            random(hdr.pass.rand_spike, 0, 0xffff);
-            delay_variation.apply(hdr.pass.rand_index, hdr.pass.rand_spike, hdr.link);
+            hdr.feature.setValid();
+            random(hdr.feature.rand_index, 0, 1023);
+            random(hdr.feature.rand_spike, 0, 0xffff);
+            delay_variation.apply(hdr.feature.rand_index, hdr.feature.rand_spike, hdr.link);
         }
 
         if (hdr.pass.fresh) {
@@ -315,12 +317,13 @@ control LinkPass(inout headers_t hdr, inout metadata_t meta,
 
             hdr.pass.lost = false;
             if (hdr.link.params.features & FEATURE_LOSS_MODEL != 0) {
-                loss_bad.read(hdr.pass.bad, hdr.link.pkt.dir);
-                random(hdr.pass.rand_move, 0, 0xffff);
-                random(hdr.pass.rand_loss, 0, 0xffff);
-                loss_model.apply(hdr.pass.rand_move, hdr.pass.rand_loss, hdr.pass.bad, hdr.link,
-                                 hdr.pass.new_bad, hdr.pass.lost);
-                loss_bad.write(hdr.link.pkt.dir, hdr.pass.new_bad);
+                hdr.feature.setValid();
+                loss_bad.read(hdr.feature.bad, hdr.link.pkt.dir);
+                random(hdr.feature.rand_move, 0, 0xffff);
+                random(hdr.feature.rand_loss, 0, 0xffff);
+                loss_model.apply(hdr.feature.rand_move, hdr.feature.rand_loss, hdr.feature.bad, hdr.link,
+                                 hdr.feature.new_bad, hdr.pass.lost);
+                loss_bad.write(hdr.link.pkt.dir, hdr.feature.new_bad);
             }
             if (hdr.pass.lost) {
                 drop_loss_model.count(hdr.link.pkt.dir);
@@ -339,17 +342,18 @@ control LinkPass(inout headers_t hdr, inout metadata_t meta,
             hdr.pass.verdict = AQM_PASS;
             hdr.pass.use_ecn = false;
             if (hdr.link.queue.aqm == 1) {
-                red_avg.read(hdr.pass.aqm.avg, hdr.link.params.q_index);
-                red_count.read(hdr.pass.aqm.count, hdr.link.params.q_index);
-                red_target.read(hdr.pass.aqm.target, hdr.link.params.q_index);
-                random(hdr.pass.rand_aqm, 0, 0xffff);
-                hdr.pass.idle = hdr.pass.now - hdr.pass.empty_since;
+                hdr.feature.setValid();
+                red_avg.read(hdr.feature.aqm.avg, hdr.link.params.q_index);
+                red_count.read(hdr.feature.aqm.count, hdr.link.params.q_index);
+                red_target.read(hdr.feature.aqm.target, hdr.link.params.q_index);
+                random(hdr.feature.rand_aqm, 0, 0xffff);
+                hdr.feature.idle = hdr.pass.now - hdr.pass.empty_since;
                 red.apply(hdr.pass.waiting, hdr.pass.waiting_bytes,
-                          hdr.pass.idle, hdr.pass.rand_aqm, hdr.link,
-                          hdr.pass.aqm, hdr.pass.verdict, hdr.pass.use_ecn);
-                red_avg.write(hdr.link.params.q_index, hdr.pass.aqm.avg);
-                red_count.write(hdr.link.params.q_index, hdr.pass.aqm.count);
-                red_target.write(hdr.link.params.q_index, hdr.pass.aqm.target);
+                          hdr.feature.idle, hdr.feature.rand_aqm, hdr.link,
+                          hdr.feature.aqm, hdr.pass.verdict, hdr.pass.use_ecn);
+                red_avg.write(hdr.link.params.q_index, hdr.feature.aqm.avg);
+                red_count.write(hdr.link.params.q_index, hdr.feature.aqm.count);
+                red_target.write(hdr.link.params.q_index, hdr.feature.aqm.target);
             }
             ecn_capable.apply(hdr.ipv4, hdr.ipv6, hdr.pass.capable, hdr.pass.ect1);
             if (hdr.pass.verdict == AQM_SIGNAL && hdr.pass.use_ecn && hdr.pass.capable) {
@@ -370,12 +374,13 @@ control LinkPass(inout headers_t hdr, inout metadata_t meta,
 
             hdr.pass.corrupt = false;
             if (hdr.link.params.features & FEATURE_PACKET_FAULTS != 0) {
-                random(hdr.pass.rand_reorder, 0, 0xffff);
-                random(hdr.pass.rand_duplicate, 0, 0xffff);
-                random(hdr.pass.rand_corrupt, 0, 0xffff);
-                random(hdr.pass.flip_bit, 0, 31);
-                packet_faults.apply(hdr.pass.rand_reorder, hdr.pass.rand_duplicate,
-                                    hdr.pass.rand_corrupt, hdr.pass.flip_bit, hdr.l4_word, hdr.link,
+                hdr.feature.setValid();
+                random(hdr.feature.rand_reorder, 0, 0xffff);
+                random(hdr.feature.rand_duplicate, 0, 0xffff);
+                random(hdr.feature.rand_corrupt, 0, 0xffff);
+                random(hdr.feature.flip_bit, 0, 31);
+                packet_faults.apply(hdr.feature.rand_reorder, hdr.feature.rand_duplicate,
+                                    hdr.feature.rand_corrupt, hdr.feature.flip_bit, hdr.l4_word, hdr.link,
                                     hdr.pass.corrupt);
             }
 
@@ -401,10 +406,11 @@ control LinkPass(inout headers_t hdr, inout metadata_t meta,
             }
             if (hdr.link.pkt.deferred == 1) {
                 hdr.link.pkt.ahead = 0;   // its delay is drawn when its start is settled
+                hdr.feature.setValid();
                 slot_of_tail.apply();
-                defer_arrival.write(hdr.pass.slot, hdr.pass.now);
-                defer_bytes.write(hdr.pass.slot, hdr.pass.l3_len + hdr.link.params.overhead_bytes);
-                defer_share_cost.write(hdr.pass.slot, hdr.pass.share_cost);
+                defer_arrival.write(hdr.feature.slot, hdr.pass.now);
+                defer_bytes.write(hdr.feature.slot, hdr.pass.l3_len + hdr.link.params.overhead_bytes);
+                defer_share_cost.write(hdr.feature.slot, hdr.pass.share_cost);
                 hdr.link.pkt.ticket = hdr.pass.tail;
                 hdr.link.pkt.seq = hdr.pass.tail;   // spreads it over the hold ports until it starts
                 hdr.pass.tail = hdr.pass.tail + 1;
@@ -422,11 +428,12 @@ control LinkPass(inout headers_t hdr, inout metadata_t meta,
                     next_seq.write(hdr.link.pkt.dir, hdr.pass.seq);
                 }
                 if (hdr.link.params.features & FEATURE_SOJOURN_RAMP != 0) {
-                    random(hdr.pass.rand_ramp, 0, 0xffff);
-                    hdr.pass.sojourn = hdr.link.pkt.start_us - hdr.pass.now;
-                    sojourn_ramp.apply(hdr.pass.sojourn, hdr.pass.rand_ramp,
-                                       hdr.link, hdr.pass.ramp_mark);
-                    if (hdr.pass.ramp_mark && hdr.pass.ect1) {
+                    hdr.feature.setValid();
+                    random(hdr.feature.rand_ramp, 0, 0xffff);
+                    hdr.feature.sojourn = hdr.link.pkt.start_us - hdr.pass.now;
+                    sojourn_ramp.apply(hdr.feature.sojourn, hdr.feature.rand_ramp,
+                                       hdr.link, hdr.feature.ramp_mark);
+                    if (hdr.feature.ramp_mark && hdr.pass.ect1) {
                         ecn_mark.apply(hdr);
                         ramp_marks.count(hdr.link.params.q_index);
                         hdr.link.pkt.log_flags = hdr.link.pkt.log_flags | EVENT_MARKED;
@@ -442,11 +449,12 @@ control LinkPass(inout headers_t hdr, inout metadata_t meta,
             }
         } else if (hdr.pass.settles) {
             // Its start was settled: take it, with its place in link order.
+            hdr.feature.setValid();
             slot_of_ticket.apply();
-            defer_start.read(hdr.pass.start, hdr.pass.slot);
-            defer_cost.read(hdr.pass.cost, hdr.pass.slot);
-            defer_seq.read(hdr.link.pkt.seq, hdr.pass.slot);
-            set_times.apply(hdr.pass.start, hdr.pass.cost, hdr.link);
+            defer_start.read(hdr.feature.start, hdr.feature.slot);
+            defer_cost.read(hdr.pass.cost, hdr.feature.slot);
+            defer_seq.read(hdr.link.pkt.seq, hdr.feature.slot);
+            set_times.apply(hdr.feature.start, hdr.pass.cost, hdr.link);
             hdr.link.pkt.deferred = 0;
         }
 
@@ -458,9 +466,10 @@ control LinkPass(inout headers_t hdr, inout metadata_t meta,
             queue_bytes.read(hdr.pass.waiting_bytes, hdr.link.params.q_index);
             hdr.pass.waiting_bytes = hdr.pass.waiting_bytes - hdr.pass.l3_len;
             queue_bytes.write(hdr.link.params.q_index, hdr.pass.waiting_bytes);
-            hdr.pass.queue_cell = hdr.link.params.q_index;
-            if (!hdr.pass.fresh) {
-                hdr.pass.queue_cell = hdr.pass.queue_cell + NUM_QUEUES;
+            if (hdr.pass.fresh) {
+                hdr.pass.queue_cell = hdr.link.params.q_index;
+            } else {
+                hdr.pass.queue_cell = hdr.link.params.q_index + NUM_QUEUES;
             }
             queue_leave.count(hdr.pass.queue_cell);
         }
@@ -493,14 +502,15 @@ control LinkPass(inout headers_t hdr, inout metadata_t meta,
         }
 
         if (hdr.link.pkt.released == 1 && hdr.link.pkt.log == 1) {
-            log_clock.read(hdr.pass.clock, 0);
-            if (hdr.pass.clock < hdr.pass.now) {
-                hdr.pass.clock = hdr.pass.now;
+            hdr.feature.setValid();
+            log_clock.read(hdr.feature.clock, 0);
+            if (hdr.feature.clock < hdr.pass.now) {
+                hdr.feature.clock = hdr.pass.now;
             }
             if (hdr.link.pkt.lost == 1) {
-                log_event(EVENT_DROP_LINK_ERROR, hdr.pass.clock);
+                log_event(EVENT_DROP_LINK_ERROR, hdr.feature.clock);
             } else {
-                log_event(EVENT_RELEASED, hdr.pass.clock);
+                log_event(EVENT_RELEASED, hdr.feature.clock);
             }
         }
         if (hdr.link.pkt.released == 1 && hdr.link.pkt.lost == 1) {
@@ -579,16 +589,16 @@ control LinkemuIngress(inout headers_t hdr, inout metadata_t meta,
             // Its members one by one: p4c copies a struct argument into
             // temporaries, and BMv2 resets those on every pass of every packet.
             if (meta.report == 1) {
-                digest<event_t>(1, {dir = hdr.pass.event.dir,
-                                    outcome = hdr.pass.event.outcome,
-                                    seq = hdr.pass.event.seq,
-                                    length = hdr.pass.event.length,
-                                    arrival_us = hdr.pass.event.arrival_us,
-                                    start_us = hdr.pass.event.start_us,
-                                    due_us = hdr.pass.event.due_us,
-                                    event_us = hdr.pass.event.event_us,
-                                    retx = hdr.pass.event.retx,
-                                    flags = hdr.pass.event.flags});
+                digest<event_t>(1, {dir = hdr.feature.event.dir,
+                                    outcome = hdr.feature.event.outcome,
+                                    seq = hdr.feature.event.seq,
+                                    length = hdr.feature.event.length,
+                                    arrival_us = hdr.feature.event.arrival_us,
+                                    start_us = hdr.feature.event.start_us,
+                                    due_us = hdr.feature.event.due_us,
+                                    event_us = hdr.feature.event.event_us,
+                                    retx = hdr.feature.event.retx,
+                                    flags = hdr.feature.event.flags});
             }
         }
     }
