@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from linkemu import dataplane
+from linkemu import dataplane, event_log
 
 BMV2_JSON = Path(__file__).resolve().parent.parent / "build" / "linkemu.json"
 
@@ -18,7 +18,16 @@ def test_each_digest_is_one_learn_list():
     # so its events came late or were still in the switch when the log stopped.
     lists = json.loads(BMV2_JSON.read_text())["learn_lists"]
     names = Counter(entry["name"] for entry in lists)
-    assert names == {"event_t": 1}
+    assert names == {"event_digest_t": 1}
+
+
+@pytest.mark.skipif(not BMV2_JSON.exists(), reason="build/linkemu.json is missing (needs p4c)")
+def test_the_controller_unpacks_the_event_as_the_program_packs_it():
+    # The digest sends event_t's members end to end in one field.
+    program = json.loads(BMV2_JSON.read_text())
+    feature, = (t for t in program["header_types"] if t["name"] == "feature_pass_h")
+    assert tuple(bits for name, bits, _ in feature["fields"]
+                 if name.startswith("_event_")) == event_log.FIELD_BITS
 
 
 @pytest.mark.skipif(not BMV2_JSON.exists(), reason="build/linkemu.json is missing (needs p4c)")

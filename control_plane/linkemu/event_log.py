@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 from . import dataplane
 
-DIGEST = "event_t"
+DIGEST = "event_digest_t"
 OUTCOMES = ("released", "drop_queue", "drop_aqm", "drop_loss_model", "drop_link_error")
 FLAGS = {"marked": 1, "held": 2, "ahead": 4, "duplicate": 8, "corrupted": 16}
 FIELDS = ("direction", "outcome", "seq", "length", "arrival_us", "start_us", "due_us",
@@ -59,10 +59,20 @@ class Event:
         return tuple(getattr(self, name) for name in FIELDS)
 
 
+# event_t's member widths in FIELDS order (p4src/include/headers.p4): the
+# digest sends the members end to end in one field, `event`.
+FIELD_BITS = (32, 8, 32, 16, 48, 48, 48, 48, 8, 8)
+
+
 def event_from_digest(members):
-    """An Event of an event_t digest's members (named as FIELDS, but `dir`)."""
-    return Event(dataplane.DIRECTION_NAMES[members["dir"]], OUTCOMES[members["outcome"]],
-                 *(members[name] for name in FIELDS[2:]))
+    """An Event of an event_digest_t digest's members."""
+    packed = members["event"]
+    values = []
+    for bits in reversed(FIELD_BITS):
+        values.append(packed & ((1 << bits) - 1))
+        packed >>= bits
+    direction, outcome, *rest = reversed(values)
+    return Event(dataplane.DIRECTION_NAMES[direction], OUTCOMES[outcome], *rest)
 
 
 def read_events(path):

@@ -5,8 +5,8 @@ from p4.config.v1 import p4info_pb2
 from p4.v1 import p4runtime_pb2
 
 from linkemu import dataplane
-from linkemu.event_log import (FIELDS, Event, EventRecorder, check_timing, event_from_digest,
-                               outcomes, read_events)
+from linkemu.event_log import (FIELD_BITS, FIELDS, Event, EventRecorder, check_timing,
+                               event_from_digest, outcomes, read_events)
 from linkemu.p4runtime import P4Info, Switch
 from linkemu.runner import RunOnce
 from test_experiment import experiment as experiment_data, parse, problems
@@ -59,11 +59,27 @@ def test_a_file_that_is_not_an_event_log_says_where(tmp_path, text, message):
         read_events(path)
 
 
-def test_digest_members_become_an_event():
-    members = {"dir": 1, "outcome": 4, "seq": 9, "length": 1500, "arrival_us": 10,
-               "start_us": 20, "due_us": 30, "event_us": 31, "retx": 3, "flags": 2}
+def packed(values):
+    """The data plane's event_digest_t member: event_t's values end to end."""
+    event = 0
+    for value, bits in zip(values, FIELD_BITS):
+        assert 0 <= value < 1 << bits
+        event = event << bits | value
+    return {"event": event}
+
+
+def test_a_digest_unpacks_into_an_event():
+    members = packed((1, 4, 9, 1500, 10, 20, 30, 31, 3, 2))
     assert event_from_digest(members) == Event("uplink", "drop_link_error", 9, 1500, 10, 20,
                                                30, 31, 3, 2)
+
+
+def test_each_member_keeps_its_own_bits():
+    widest = [(1 << bits) - 1 for bits in FIELD_BITS]
+    widest[0], widest[1] = 0, 4   # a direction and an outcome that exist
+    event = event_from_digest(packed(widest))
+    assert event.row()[2:] == tuple(widest[2:])
+    assert sum(FIELD_BITS) == 296   # event_digest_t's one field
 
 
 def digest_p4info():
@@ -132,11 +148,11 @@ class DigestSwitch:
 
 
 def test_recorder_writes_every_event_and_turns_the_log_off(tmp_path):
-    members = {"dir": 0, "outcome": 0, "seq": 1, "length": 100, "arrival_us": 1,
-               "start_us": 2, "due_us": 3, "event_us": 4, "retx": 0, "flags": 0}
+    def members(seq):
+        return packed((0, 0, seq, 100, 1, 2, 3, 4, 0, 0))
     path = tmp_path / "events.csv"
     recorder = EventRecorder(None, path)
-    switch = DigestSwitch([[members], [dict(members, seq=2), dict(members, seq=3)]], recorder)
+    switch = DigestSwitch([[members(1)], [members(2), members(3)]], recorder)
     recorder.switch = switch
     recorder.run()
     assert [e.seq for e in read_events(path)] == [1, 2, 3] and recorder.count == 3

@@ -150,6 +150,14 @@ struct event_t {
     bit<8>      flags;        // EVENT_MARKED | EVENT_HELD | ...
 }
 
+// The event as the digest sends it: event_t's members end to end, in their
+// order, in one field. p4c copies a digest's members into metadata
+// temporaries, which BMv2 resets on every pass of every packet, held ones
+// included (about 700 instructions a field): one field, not ten.
+struct event_digest_t {
+    bit<296> event;
+}
+
 // A class's RED state between arrivals (the architecture glue keeps it in
 // registers).
 struct red_state_t {
@@ -198,6 +206,7 @@ header pass_h {
     bool       skipped;
     bool       blocked;
     time_us_t  wake;
+    time_us_t  clock;     // the event log's "now" (log_clock)
     bit<32>    dir_cell;    // HELD_CELLS (linkemu.p4)
     bit<32>    queue_cell;
     bit<1>     pad;       // BMv2 wants a header of whole bytes
@@ -229,7 +238,6 @@ header feature_pass_h {
     bit<16>    rand_ramp;
     time_us_t  sojourn;   // the sojourn ramp's key
     bool       ramp_mark;
-    time_us_t  clock;
     event_t    event;     // what LinkemuIngress reports, when meta.report
     bit<5>     pad;       // whole bytes
 }

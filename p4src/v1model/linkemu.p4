@@ -502,15 +502,14 @@ control LinkPass(inout headers_t hdr, inout metadata_t meta,
         }
 
         if (hdr.link.pkt.released == 1 && hdr.link.pkt.log == 1) {
-            hdr.feature.setValid();
-            log_clock.read(hdr.feature.clock, 0);
-            if (hdr.feature.clock < hdr.pass.now) {
-                hdr.feature.clock = hdr.pass.now;
+            log_clock.read(hdr.pass.clock, 0);
+            if (hdr.pass.clock < hdr.pass.now) {
+                hdr.pass.clock = hdr.pass.now;
             }
             if (hdr.link.pkt.lost == 1) {
-                log_event(EVENT_DROP_LINK_ERROR, hdr.feature.clock);
+                log_event(EVENT_DROP_LINK_ERROR, hdr.pass.clock);
             } else {
-                log_event(EVENT_RELEASED, hdr.feature.clock);
+                log_event(EVENT_RELEASED, hdr.pass.clock);
             }
         }
         if (hdr.link.pkt.released == 1 && hdr.link.pkt.lost == 1) {
@@ -586,19 +585,14 @@ control LinkemuIngress(inout headers_t hdr, inout metadata_t meta,
             // call, and P4Runtime configures only one list of a digest's name;
             // another keeps BMv2's defaults and holds its events back for up to
             // 16 samples or a second.
-            // Its members one by one: p4c copies a struct argument into
-            // temporaries, and BMv2 resets those on every pass of every packet.
             if (meta.report == 1) {
-                digest<event_t>(1, {dir = hdr.feature.event.dir,
-                                    outcome = hdr.feature.event.outcome,
-                                    seq = hdr.feature.event.seq,
-                                    length = hdr.feature.event.length,
-                                    arrival_us = hdr.feature.event.arrival_us,
-                                    start_us = hdr.feature.event.start_us,
-                                    due_us = hdr.feature.event.due_us,
-                                    event_us = hdr.feature.event.event_us,
-                                    retx = hdr.feature.event.retx,
-                                    flags = hdr.feature.event.flags});
+                digest<event_digest_t>(1, {hdr.feature.event.dir ++ hdr.feature.event.outcome ++
+                                           hdr.feature.event.seq ++ hdr.feature.event.length ++
+                                           hdr.feature.event.arrival_us ++
+                                           hdr.feature.event.start_us ++
+                                           hdr.feature.event.due_us ++
+                                           hdr.feature.event.event_us ++
+                                           hdr.feature.event.retx ++ hdr.feature.event.flags});
             }
         }
     }
