@@ -99,7 +99,6 @@ def test_a_forwarding_rate_capped_by_the_offered_rate_is_said_to_be_a_bound():
     assert report.UNSATURATED in throughput
 
 
-
 @pytest.mark.parametrize("held, floor", [
     (30, "with 50 held: p99 1.000 ms, beyond the target"),
     (15, "with 20 held: p99 0.400 ms, within the target"),

@@ -210,9 +210,10 @@ control LinkPass(inout headers_t hdr, inout metadata_t meta,
         flags = flags | (hdr.link.pkt.dup == 1 ? EVENT_DUPLICATE : 0);
         hdr.feature.setValid();
         meta.report = 1;
-        hdr.feature.event = {hdr.link.pkt.dir, outcome, hdr.link.pkt.seq, (bit<16>) hdr.pass.l3_len,
-                          hdr.link.pkt.arrival_us, hdr.link.pkt.start_us, hdr.link.pkt.due_us, at,
-                          hdr.link.pkt.retx, flags};
+        hdr.feature.event = {hdr.link.pkt.dir, outcome, hdr.link.pkt.seq,
+                             (bit<16>) hdr.pass.l3_len, hdr.link.pkt.arrival_us,
+                             hdr.link.pkt.start_us, hdr.link.pkt.due_us, at,
+                             hdr.link.pkt.retx, flags};
     }
 
     apply {
@@ -321,8 +322,8 @@ control LinkPass(inout headers_t hdr, inout metadata_t meta,
                 loss_bad.read(hdr.feature.bad, hdr.link.pkt.dir);
                 random(hdr.feature.rand_move, 0, 0xffff);
                 random(hdr.feature.rand_loss, 0, 0xffff);
-                loss_model.apply(hdr.feature.rand_move, hdr.feature.rand_loss, hdr.feature.bad, hdr.link,
-                                 hdr.feature.new_bad, hdr.pass.lost);
+                loss_model.apply(hdr.feature.rand_move, hdr.feature.rand_loss, hdr.feature.bad,
+                                 hdr.link, hdr.feature.new_bad, hdr.pass.lost);
                 loss_bad.write(hdr.link.pkt.dir, hdr.feature.new_bad);
             }
             if (hdr.pass.lost) {
@@ -380,8 +381,8 @@ control LinkPass(inout headers_t hdr, inout metadata_t meta,
                 random(hdr.feature.rand_corrupt, 0, 0xffff);
                 random(hdr.feature.flip_bit, 0, 31);
                 packet_faults.apply(hdr.feature.rand_reorder, hdr.feature.rand_duplicate,
-                                    hdr.feature.rand_corrupt, hdr.feature.flip_bit, hdr.l4_word, hdr.link,
-                                    hdr.pass.corrupt);
+                                    hdr.feature.rand_corrupt, hdr.feature.flip_bit, hdr.l4_word,
+                                    hdr.link, hdr.pass.corrupt);
             }
 
             link_free.read(hdr.pass.free, hdr.link.pkt.dir);
@@ -409,10 +410,12 @@ control LinkPass(inout headers_t hdr, inout metadata_t meta,
                 hdr.feature.setValid();
                 slot_of_tail.apply();
                 defer_arrival.write(hdr.feature.slot, hdr.pass.now);
-                defer_bytes.write(hdr.feature.slot, hdr.pass.l3_len + hdr.link.params.overhead_bytes);
+                defer_bytes.write(hdr.feature.slot,
+                                  hdr.pass.l3_len + hdr.link.params.overhead_bytes);
                 defer_share_cost.write(hdr.feature.slot, hdr.pass.share_cost);
                 hdr.link.pkt.ticket = hdr.pass.tail;
-                hdr.link.pkt.seq = hdr.pass.tail;   // spreads it over the hold ports until it starts
+                // Its ticket spreads it over the hold ports until it starts.
+                hdr.link.pkt.seq = hdr.pass.tail;
                 hdr.pass.tail = hdr.pass.tail + 1;
                 defer_tail.write(hdr.link.pkt.dir, hdr.pass.tail);
             } else {
@@ -496,7 +499,8 @@ control LinkPass(inout headers_t hdr, inout metadata_t meta,
         if (hdr.pass.skipped) {
             release_skips.count(hdr.link.pkt.dir);
         }
-        if (hdr.pass.blocked && hdr.link.pkt.hol == 0 && hdr.link.pkt.due_us < hdr.pass.busy_until) {
+        if (hdr.pass.blocked && hdr.link.pkt.hol == 0 &&
+            hdr.link.pkt.due_us < hdr.pass.busy_until) {
             held_behind.count(hdr.link.pkt.dir);
             hdr.link.pkt.hol = 1;
         }

@@ -26,7 +26,7 @@ control DelayVariation(in bit<10> rand_index, in bit<16> rand_spike, inout link_
 
     table jitter {
         key = {
-            m.pkt.dir      : exact;
+            m.pkt.dir  : exact;
             rand_index : exact;
         }
         actions = { set_delay; @defaultonly NoAction; }

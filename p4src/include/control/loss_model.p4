@@ -31,7 +31,7 @@ control LossModel(in bit<16> rand_move, in bit<16> rand_loss, in bit<1> bad,
     table loss_model {
         key = {
             m.pkt.dir : exact;
-            bad   : exact;
+            bad       : exact;
         }
         actions = { set_good; set_bad; }
         const default_action = set_good(0, 0);   // no loss model: a miss

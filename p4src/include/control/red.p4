@@ -49,9 +49,9 @@ control Red(in bit<32> queue_pkts, in bit<32> queue_bytes, in time_us_t idle_us,
 
     table red_decay {
         key = {
-            m.pkt.dir   : exact;
-            m.pkt.cls   : exact;
-            idle_us : range;
+            m.pkt.dir : exact;
+            m.pkt.cls : exact;
+            idle_us   : range;
         }
         actions = { decay; }
         const default_action = decay(0);   // idle beyond the table: average 0
@@ -71,7 +71,7 @@ control Red(in bit<32> queue_pkts, in bit<32> queue_bytes, in time_us_t idle_us,
         key = {
             m.pkt.dir : exact;
             m.pkt.cls : exact;
-            s.avg : range;
+            s.avg     : range;
         }
         actions = { signal_with; drop_all; }
         const default_action = signal_with(0);   // below min_th: a miss
