@@ -32,7 +32,12 @@ check-tools:
 	  echo "see README.md 'P4 tools'. Without them only the unit tests run."; exit 1; \
 	else echo "p4c and simple_switch_grpc found"; fi
 
-build: $(BUILD)/linkemu.json $(BUILD)/forward.json $(BUILD)/hold.json $(BUILD)/shape.json
+# The benchmark's baselines: plain port-to-port forwarding, a bare
+# recirculation hold loop, that loop in a program of linkemu's shape, and the
+# least link model.
+BASELINES := $(BUILD)/forward.json $(BUILD)/hold.json $(BUILD)/shape.json $(BUILD)/minimal_link.json
+
+build: $(BUILD)/linkemu.json $(BASELINES)
 
 $(BUILD)/linkemu.json: $(P4_SRCS)
 	@command -v p4c >/dev/null || { $(MAKE) --no-print-directory check-tools; exit 1; }
@@ -40,9 +45,7 @@ $(BUILD)/linkemu.json: $(P4_SRCS)
 	p4c --target bmv2 --arch v1model --std p4-16 -o $(BUILD) \
 	    --p4runtime-files $(BUILD)/linkemu.p4info.txtpb $(P4_MAIN)
 
-# The benchmark's baselines: plain port-to-port forwarding, a bare
-# recirculation hold loop, and that loop in a program of linkemu's shape.
-$(BUILD)/forward.json $(BUILD)/hold.json $(BUILD)/shape.json: $(BUILD)/%.json: bench/%.p4
+$(BASELINES): $(BUILD)/%.json: bench/%.p4
 	@command -v p4c >/dev/null || { $(MAKE) --no-print-directory check-tools; exit 1; }
 	@mkdir -p $(BUILD)
 	p4c --target bmv2 --arch v1model --std p4-16 -o $(BUILD) \

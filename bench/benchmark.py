@@ -30,7 +30,7 @@ from linkemu.dataplane import Port, PortLayout
 from linkemu.event_log import EventRecorder, check_timing, read_events
 from linkemu.fidelity import compare, loss_bursts
 from linkemu.link_states import walk
-from linkemu.p4runtime import Switch
+from linkemu.p4runtime import Switch, TableEntry
 from linkemu.profile import parse_profile
 from linkemu.state_driver import StateDriver, running
 from linkemu.testbed import veth_switch, veth_testbed
@@ -44,6 +44,8 @@ LINKEMU = (BUILD / "linkemu.p4info.txtpb", BUILD / "linkemu.json")
 BASELINE = (BUILD / "forward.p4info.txtpb", BUILD / "forward.json")
 HOLD_BASELINE = (BUILD / "hold.p4info.txtpb", BUILD / "hold.json")
 SHAPE_BASELINE = (BUILD / "shape.p4info.txtpb", BUILD / "shape.json")
+MINIMAL_BASELINE = (BUILD / "minimal_link.p4info.txtpb", BUILD / "minimal_link.json")
+MINIMAL_LINK = "MinimalIngress.link"
 LAYOUT = PortLayout(fixed=(Port(1),), mobile=(Port(2),))
 SIZE = 500
 HELD = (10, 20, 50, 100, 200, 500)   # frames held at once by the hold-loop runs
@@ -53,6 +55,16 @@ HELD_QUICK = HELD[:-1]
 def link(rate="unlimited", delay="0ms", **extra):
     return parse_profile({"downlink": {"rate": rate, "delay": delay, "queue": 1000, **extra},
                           "uplink": {}}, source="benchmark profile")
+
+
+def minimal_link_entries(direction):
+    """bench/minimal_link.p4's link, both ways, from a profile's direction: its
+    rate, delay and queue limit, no errors."""
+    params = {"byte_cost_q": dataplane.byte_cost_q(direction.rate_bps),
+              "delay_us": direction.delay_us, "queue_limit": direction.queue_packets,
+              "state_change_us": 0, "error_now": 0, "error_next": 0}
+    return [TableEntry(MINIMAL_LINK, {"hdr.link.dir": way}, "MinimalIngress.arrive", params)
+            for way in (0, 1)]
 
 
 def percentiles(values_s):
@@ -80,7 +92,10 @@ class Bench:
         """Waits for the previous measurement's frames to leave, then pushes:
         a backlog still in the hold loop would slow the next measurement."""
         self.wait_until_idle()
-        dataplane.push_profile(self.controller, profile)
+        if self.linkemu:
+            dataplane.push_profile(self.controller, profile)
+        else:   # bench/minimal_link.p4, the only baseline with a link
+            self.controller.sync_table(MINIMAL_LINK, minimal_link_entries(profile.downlink))
 
     def wait_until_idle(self, timeout=30):
         """Frames lost inside BMv2 itself (a full queue of its own) are never
@@ -398,8 +413,11 @@ def machine():
 
 RATES = (64e3, 1e6, 10e6, 20e6, 50e6)
 # Offered frames/s of the saturated rate's ramp: plain forwarding takes about
-# 100 000 here, linkemu about 14 000.
-SATURATION_RAMP = (20_000, 40_000, 70_000, 100_000, 150_000)
+# 100 000 here, the least link model 40 000-50 000, linkemu about 14 000.
+# Steps close enough that a switch's rate is never far above the last step it
+# took in full (overloaded, BMv2 delivers far less than its rate).
+SATURATION_RAMP = (10_000, 20_000, 30_000, 40_000, 50_000, 60_000, 70_000, 85_000, 100_000,
+                   120_000, 150_000)
 DELAYS_MS = (0, 20, 300)
 CAPACITY_RATES = (10e6, 20e6, 50e6, 100e6, 200e6)
 
@@ -462,6 +480,10 @@ def run_baseline(quick):
             bench.controller.set_pipeline(*SHAPE_BASELINE)
             results["shape"] = {"saturated": bench.saturated_rate(),
                                 "hold_floor": bench.hold_floor(None)}
+            # The least link model: one loaded cell shows it is one.
+            bench.controller.set_pipeline(*MINIMAL_BASELINE)
+            results["minimal_link"] = {"cell": bench.delay_cell(10e6, 20, "loaded"),
+                                       "zero_delay": bench.zero_delay_throughput(link())}
             bench.controller.set_pipeline(*HOLD_BASELINE)
             results["hold_floor"] = bench.hold_floor(None)
         finally:
@@ -474,7 +496,7 @@ def main(argv=None):
     parser.add_argument("--quick", action="store_true", help="fewer cells and frames")
     parser.add_argument("--out", help="results folder (default results/bench-DATE)")
     args = parser.parse_args(argv)
-    for path in LINKEMU + BASELINE + HOLD_BASELINE + SHAPE_BASELINE:
+    for path in LINKEMU + BASELINE + HOLD_BASELINE + SHAPE_BASELINE + MINIMAL_BASELINE:
         if not path.exists():
             print(f"{path} is missing: run 'make build'", file=sys.stderr)
             return 2
@@ -483,7 +505,8 @@ def main(argv=None):
     report = {"date": started, "quick": args.quick, "machine": machine(), "bmv2": build_info(),
               "programs": {name: program_size(paths[1]) for name, paths in
                            (("linkemu", LINKEMU), ("forward", BASELINE),
-                            ("hold", HOLD_BASELINE), ("shape", SHAPE_BASELINE))}}
+                            ("hold", HOLD_BASELINE), ("shape", SHAPE_BASELINE),
+                            ("minimal_link", MINIMAL_BASELINE))}}
     if report["bmv2"]["logging_macros"]:
         print("WARNING: BMv2 was built with logging macros: these figures are meaningless",
               file=sys.stderr)

@@ -23,7 +23,7 @@ def cell(rate, load, p99, rate_error=None, held=30):
 
 
 def results(logging=False, p99=0.4, held=30, change_p99=1.5, change_early=0.0,
-            emu_pps=20000):
+            emu_pps=20000, least_pps=12000):
     sweep = lambda pps: {"sustained_pps": pps, "sweep": [  # noqa: E731
         {"offered_pps": pps, "entered": pps, "delivered": pps, "cpu_s_per_packet_us": 30.0,
          "p50_ms": 0.1, "p99_ms": 0.3}],
@@ -42,7 +42,9 @@ def results(logging=False, p99=0.4, held=30, change_p99=1.5, change_early=0.0,
                                  "latencies_ms": [0.1, 0.2]}, "zero_delay": sweep(30000),
                      "hold_floor": floor,
                      "shape": {"saturated": {"offered_pps": 40000, "delivered_pps": 6000},
-                               "hold_floor": [{**r, "p99_ms": 3 * r["p99_ms"]} for r in floor]}},
+                               "hold_floor": [{**r, "p99_ms": 3 * r["p99_ms"]} for r in floor]},
+                     "minimal_link": {"cell": cell(10e6, "loaded", 0.3, -0.1, 25),
+                                      "zero_delay": sweep(least_pps)}},
         "linkemu": {
             "delay": [cell(64e3, "idle", p99, held=held), cell(10e6, "loaded", p99, 0.2, held),
                       cell(50e6, "loaded", 9.0, 3.0)],
@@ -91,6 +93,17 @@ def test_targets_are_set_beside_what_linkemus_shape_costs():
     assert report.UNSATURATED not in throughput
 
 
+@pytest.mark.parametrize("least_pps, verdict", [(12000, "40 %, beyond"), (15000, "50 %, within")])
+def test_a_throughput_miss_is_set_beside_the_least_link_model(least_pps, verdict):
+    """The least link model's share of plain forwarding says whether any
+    link model on this BMv2 could meet the target."""
+    [(_, measured, met, note)] = [row for row in report.assess(results(emu_pps=6000,
+                                                                       least_pps=least_pps))
+                                  if "throughput" in row[0]]
+    assert not met and measured.startswith("20 % (6000 vs 30000")
+    assert f"the least link model (bench/minimal_link.p4): {verdict} the target;" in note
+
+
 def test_a_forwarding_rate_capped_by_the_offered_rate_is_said_to_be_a_bound():
     unsaturated = results()
     unsaturated["baseline"]["zero_delay"]["saturated"]["delivered_pps"] = 39900
@@ -135,6 +148,10 @@ def test_report_folder_is_complete_and_warns_about_logging_builds(tmp_path):
     assert "| 10 Mbit/s | 20 ms | loaded | 10 | 30 | 0.200 | 0.400 |" in text
     assert "| plain forwarding | 40000 | 30000 |" in text   # saturated
     assert "| linkemu's shape (bench/shape.p4) | 40000 | 6000 |" in text
+    assert "| least link model (bench/minimal_link.p4) | 40000 | 12000 |" in text
+    assert "| least link model | 12000 | 12000 of 12000 |" in text   # its sweep
+    assert ("its loaded 10 Mbit/s, 20 ms cell had rate error -0.100 % and delay error p99 "
+            "0.300 ms (25 frames held at once)." in text)
     assert "| linkemu | 220 | 18 | 165 | 90 | 3 | 2 |" in text   # what each pass pays for
     assert "| on | 600 | 0.600 | 2.500 | 3.500 | 95.0 | 7000 | 1200, 1.500, 2.500 |" in text
     assert json.loads((out / "report.json").read_text())["bmv2"]["logging_macros"] is True
