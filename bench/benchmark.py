@@ -35,7 +35,7 @@ from linkemu.profile import parse_profile
 from linkemu.state_driver import StateDriver, running
 from linkemu.testbed import veth_switch, veth_testbed
 
-from report import rate_label, write_report
+from report import TARGET_RATE_BPS, rate_label, write_report
 from traffic import flood, frame_seq, paced
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -278,15 +278,20 @@ class Bench:
         them: the rate its core sustains, without the all-or-nothing of a
         sweep (BMv2 drops the odd frame even far below its limit). A ramp,
         not one rate far beyond: the further BMv2 is overloaded, the more of
-        its core goes to taking in frames it then drops."""
+        its core goes to taking in frames it then drops. The best of a few
+        ramps: other load on the machine only ever slows a switch down."""
         self.last_sent = "the saturated zero-delay rate"
-        ramp = []
-        for pps in SATURATION_RAMP:
-            ramp.append(flood(self.peers, pps, 1.5 if self.quick else 3))
-            time.sleep(0.5)   # the backlog leaves before the next run
-            if ramp[-1]["delivered_pps"] < 0.5 * ramp[-1]["offered_pps"]:
-                break
-        return {**max(ramp, key=lambda r: r["delivered_pps"]), "ramp": ramp}
+        ramps = []
+        for _ in range(2 if self.quick else 3):
+            ramp = []
+            for pps in SATURATION_RAMP:
+                ramp.append(flood(self.peers, pps, 1.5 if self.quick else 3))
+                time.sleep(0.5)   # the backlog leaves before the next run
+                if ramp[-1]["delivered_pps"] < 0.5 * ramp[-1]["offered_pps"]:
+                    break
+            ramps.append(ramp)
+        peaks = [max(ramp, key=lambda r: r["delivered_pps"]) for ramp in ramps]
+        return {**max(peaks, key=lambda r: r["delivered_pps"]), "ramps": ramps}
 
     def zero_delay_throughput(self, profile):
         """The highest offered rate (64 B frames, zero added delay) the switch
@@ -422,6 +427,12 @@ DELAYS_MS = (0, 20, 300)
 CAPACITY_RATES = (10e6, 20e6, 50e6, 100e6, 200e6)
 
 
+def delay_grid(quick):
+    """The (rate, delay) of the delay cells."""
+    return [(rate, delay) for rate in ((64e3, 10e6) if quick else RATES)
+            for delay in ((20,) if quick else DELAYS_MS)]
+
+
 @contextmanager
 def off_switch_core(switch):
     """This process (its frames and captures) on the cores the switch leaves
@@ -445,10 +456,8 @@ def run_linkemu(quick):
             # cell held 234-392 frames at once and had p99 36-92 ms, later ones
             # 179-190 frames and 6-11 ms).
             bench.delay_cell(10e6, 20, "loaded")
-            rates = (64e3, 10e6) if quick else RATES
-            delays = (20,) if quick else DELAYS_MS
-            results["delay"] = [bench.delay_cell(r, d, load) for r in rates for d in delays
-                                for load in ("idle", "loaded")]
+            results["delay"] = [bench.delay_cell(rate, delay, load)
+                                for rate, delay in delay_grid(quick) for load in ("idle", "loaded")]
             results["capacity_curve"] = [bench.delay_cell(r, 20, "loaded", size=1500)
                                          for r in (CAPACITY_RATES[:3] if quick else CAPACITY_RATES)]
             results["arq"] = bench.arq_holds()
@@ -480,10 +489,12 @@ def run_baseline(quick):
             bench.controller.set_pipeline(*SHAPE_BASELINE)
             results["shape"] = {"saturated": bench.saturated_rate(),
                                 "hold_floor": bench.hold_floor(None)}
-            # The least link model: one loaded cell shows it is one.
+            # The least link model, in linkemu's loaded cells up to the targets' rate.
             bench.controller.set_pipeline(*MINIMAL_BASELINE)
-            results["minimal_link"] = {"cell": bench.delay_cell(10e6, 20, "loaded"),
-                                       "zero_delay": bench.zero_delay_throughput(link())}
+            results["minimal_link"] = {
+                "delay": [bench.delay_cell(rate, delay, "loaded")
+                          for rate, delay in delay_grid(quick) if rate <= TARGET_RATE_BPS],
+                "zero_delay": bench.zero_delay_throughput(link())}
             bench.controller.set_pipeline(*HOLD_BASELINE)
             results["hold_floor"] = bench.hold_floor(None)
         finally:

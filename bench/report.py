@@ -45,33 +45,54 @@ def floor_at(hold_floor, held):
     return next((r for r in rows if r["held"] >= held), rows[-1])
 
 
+def beyond(missed):
+    return "beyond" if missed else "within"
+
+
+def least_link_cell(base, cell):
+    """The least link model's run of linkemu's delay cell `cell`, if any."""
+    key = lambda c: (c["rate_bps"], c["delay_ms"], c["load"])  # noqa: E731
+    return next((c for c in base["minimal_link"]["delay"] if "p99_ms" in c and
+                 key(c) == key(cell)), None)
+
+
 def assess(report):
     """[(target, measured, met, note)] for the issue's targets. A missed delay
     target is set beside the bare recirculation loop holding as many frames
-    as the cell held at once: where that loop misses too, so does any hold
-    BMv2 can do by recirculation, and the limit is BMv2's own."""
+    as the cell held at once (where that loop misses too, so does any hold
+    BMv2 can do by recirculation) and beside the least link model in the same
+    cell; a missed throughput target beside the least link model's: where it
+    misses too, the limit is BMv2's own."""
     emu, base = report["linkemu"], report["baseline"]
     cells = [c for c in emu["delay"] if c["rate_bps"] <= TARGET_RATE_BPS and "p99_ms" in c]
     worst = max(cells, key=lambda c: c["p99_ms"])
     floor = floor_at(base["hold_floor"], worst["peak_held"])
-    bound = "beyond" if floor["p99_ms"] > TARGETS["delay_p99_ms"] else "within"
+    same = least_link_cell(base, worst)
+    least_note = (f"; the least link model (bench/minimal_link.p4) in the same cell: p99 "
+                  f"{same['p99_ms']:.3f} ms with {same['peak_held']} held, "
+                  f"{beyond(same['p99_ms'] > TARGETS['delay_p99_ms'])} the target"
+                  if same else "")
     rows = [("delay error p99 <= 0.5 ms up to 20 Mbit/s", f"{worst['p99_ms']:.3f} ms "
              f"({rate_label(worst['rate_bps'])}, {worst['delay_ms']} ms, {worst['load']})",
              worst["p99_ms"] <= TARGETS["delay_p99_ms"],
              f"{worst['peak_held']} frames held at once; the bare recirculation loop alone "
-             f"with {floor['held']} held: p99 {floor['p99_ms']:.3f} ms, {bound} the target "
+             f"with {floor['held']} held: p99 {floor['p99_ms']:.3f} ms, "
+             f"{beyond(floor['p99_ms'] > TARGETS['delay_p99_ms'])} the target "
              f"(it keeps p99 <= {TARGETS['delay_p99_ms']:g} ms up to "
              f"{held_capacity(base['hold_floor'])} held, "
-             f"linkemu up to {held_capacity(emu['hold_floor'])}); plain BMv2 forwarding "
-             f"alone: p99 {base['latency']['p99_ms']:.3f} ms")]
+             f"linkemu up to {held_capacity(emu['hold_floor'])}){least_note}; plain BMv2 "
+             f"forwarding alone: p99 {base['latency']['p99_ms']:.3f} ms")]
     loaded = [c for c in cells if "rate_error_pct" in c]
     worst_rate = max(loaded, key=lambda c: abs(c["rate_error_pct"]))
+    same = least_link_cell(base, worst_rate)
+    rate_note = (f"; the least link model in the same cell: {same['rate_error_pct']:+.3f} %"
+                 if same and "rate_error_pct" in same else "")
     rows.append(("rate error <= 0.5 % up to 20 Mbit/s",
                  f"{worst_rate['rate_error_pct']:+.3f} % ({rate_label(worst_rate['rate_bps'])})",
                  abs(worst_rate["rate_error_pct"]) <= TARGETS["rate_error_pct"],
                  f"{worst_rate['peak_held']} frames held at once; median departure gap "
                  f"{worst_rate['gap_median_us']:.1f} µs where {worst_rate['gap_expected_us']:.1f}"
-                 f" µs is due (delay p99 {worst_rate['p99_ms']:.3f} ms)"))
+                 f" µs is due (delay p99 {worst_rate['p99_ms']:.3f} ms){rate_note}"))
     outside = [r for r in emu["loss"]["error_rate"] if not r["inside"]]
     rows.append(("loss inside its 99 % interval",
                  f"{len(emu['loss']['error_rate']) - len(outside)} of "
@@ -83,18 +104,18 @@ def assess(report):
                  f"resolution {change['frame_spacing_ms']} ms (frame spacing)"))
     emu_sat, base_sat = (r["zero_delay"]["saturated"] for r in (emu, base))
     ratio = emu_sat["delivered_pps"] / base_sat["delivered_pps"]
-    least = base["minimal_link"]["zero_delay"]["saturated"]["delivered_pps"] / base_sat[
+    least_ratio = base["minimal_link"]["zero_delay"]["saturated"]["delivered_pps"] / base_sat[
         "delivered_pps"]
     shape = base["shape"]["saturated"]["delivered_pps"] / base_sat["delivered_pps"]
     took_all = base_sat["delivered_pps"] >= 0.99 * base_sat["offered_pps"]
-    bound = "beyond" if least < TARGETS["zero_delay_ratio"] else "within"
     rows.append((">= 50 % of plain forwarding's throughput at zero added delay",
                  f"{ratio * 100:.0f} % ({emu_sat['delivered_pps']:.0f} vs "
                  f"{base_sat['delivered_pps']:.0f} frames/s delivered)",
                  ratio >= TARGETS["zero_delay_ratio"],
                  f"64 B frames offered at {base_sat['offered_pps']:.0f} frames/s"
                  f"{UNSATURATED if took_all else ''}; the least link model "
-                 f"(bench/minimal_link.p4): {least * 100:.0f} %, {bound} the target; "
+                 f"(bench/minimal_link.p4): {least_ratio * 100:.0f} %, "
+                 f"{beyond(least_ratio < TARGETS['zero_delay_ratio'])} the target; "
                  f"forwarding in a program of linkemu's shape that does nothing else: "
                  f"{shape * 100:.0f} %"))
     return rows
@@ -171,13 +192,17 @@ def markdown(report):
                        base["minimal_link"]["zero_delay"]["saturated"]),
                       ("linkemu's shape (bench/shape.p4)", base["shape"]["saturated"])):
         lines.append(f"| {name} | {sat['offered_pps']:.0f} | {sat['delivered_pps']:.0f} |")
-    cell = base["minimal_link"]["cell"]
     lines += ["", "bench/minimal_link.p4 is the least a link model does: a virtual-clock "
               "rate, a delay, a router queue with tail drop, an error draw by link state and "
-              "release in link order, in BMv2's cheapest form, and nothing else. That it is a "
-              f"link model: its loaded {rate_label(cell['rate_bps'])}, {cell['delay_ms']} ms "
-              f"cell had rate error {cell.get('rate_error_pct', 0):+.3f} % and delay error p99 "
-              f"{cell.get('p99_ms', 0):.3f} ms ({cell['peak_held']} frames held at once)."]
+              "release in link order, in BMv2's cheapest form, and nothing else. Its loaded "
+              "cells, as linkemu's:", "",
+              "| rate | delay | frames | most held | p50 ms | p99 | max | rate error |",
+              "|---|---|---|---|---|---|---|---|"]
+    for c in base["minimal_link"]["delay"]:
+        lines.append(f"| {rate_label(c['rate_bps'])} | {c['delay_ms']} ms | "
+                     f"{c.get('delivered', 0)} | {c['peak_held']} | {c.get('p50_ms', 0):.3f} | "
+                     f"{c.get('p99_ms', 0):.3f} | {c.get('max_ms', 0):.3f} | "
+                     f"{c.get('rate_error_pct', 0):+.3f} % |")
     lines += ["", "bench/shape.p4 is the bare hold loop with as many metadata fields and headers as "
               "linkemu, and on a frame's first pass as many conditions and table applications "
               "as a zero-delay linkemu frame, doing nothing: what BMv2 charges for that shape "

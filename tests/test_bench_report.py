@@ -43,7 +43,8 @@ def results(logging=False, p99=0.4, held=30, change_p99=1.5, change_early=0.0,
                      "hold_floor": floor,
                      "shape": {"saturated": {"offered_pps": 40000, "delivered_pps": 6000},
                                "hold_floor": [{**r, "p99_ms": 3 * r["p99_ms"]} for r in floor]},
-                     "minimal_link": {"cell": cell(10e6, "loaded", 0.3, -0.1, 25),
+                     "minimal_link": {"delay": [cell(64e3, "loaded", 0.3, -0.1, 12),
+                                                cell(10e6, "loaded", 0.6, 0.7, 25)],
                                       "zero_delay": sweep(least_pps)}},
         "linkemu": {
             "delay": [cell(64e3, "idle", p99, held=held), cell(10e6, "loaded", p99, 0.2, held),
@@ -126,6 +127,18 @@ def test_a_delay_miss_is_set_beside_the_bare_loop_holding_as_many(held, floor):
     assert "(it keeps p99 <= 0.5 ms up to 20 held, linkemu up to 10)" in note
 
 
+def test_a_miss_is_set_beside_the_least_link_model_in_the_same_cell():
+    # linkemu's worst cell is then its 10 Mbit/s loaded one, which the least model ran too.
+    missed = results(p99=0.7)
+    missed["linkemu"]["delay"][0]["p99_ms"] = 0.4
+    notes = {t: n for t, _, _, n in report.assess(missed)}
+    [delay] = [n for t, n in notes.items() if "delay error" in t]
+    [rate] = [n for t, n in notes.items() if "rate error" in t]
+    assert ("; the least link model (bench/minimal_link.p4) in the same cell: p99 0.600 ms "
+            "with 25 held, beyond the target;" in delay)
+    assert rate.endswith("; the least link model in the same cell: +0.700 %")
+
+
 def test_held_capacity_is_the_count_before_the_first_miss():
     rows = [{"held": 10, "p99_ms": 0.3}, {"held": 20, "p99_ms": 0.6}, {"held": 50, "p99_ms": 0.4}]
     assert report.held_capacity(rows) == 10
@@ -150,8 +163,7 @@ def test_report_folder_is_complete_and_warns_about_logging_builds(tmp_path):
     assert "| linkemu's shape (bench/shape.p4) | 40000 | 6000 |" in text
     assert "| least link model (bench/minimal_link.p4) | 40000 | 12000 |" in text
     assert "| least link model | 12000 | 12000 of 12000 |" in text   # its sweep
-    assert ("its loaded 10 Mbit/s, 20 ms cell had rate error -0.100 % and delay error p99 "
-            "0.300 ms (25 frames held at once)." in text)
+    assert "| 10 Mbit/s | 20 ms | 10 | 25 | 0.300 | 0.600 | 0.600 | +0.700 % |" in text
     assert "| linkemu | 220 | 18 | 165 | 90 | 3 | 2 |" in text   # what each pass pays for
     assert "| on | 600 | 0.600 | 2.500 | 3.500 | 95.0 | 7000 | 1200, 1.500, 2.500 |" in text
     assert json.loads((out / "report.json").read_text())["bmv2"]["logging_macros"] is True
