@@ -280,7 +280,7 @@ control LinkPass(inout headers_t hdr, inout metadata_t meta,
             best_effort_start.apply(hdr.pass.now, hdr.link.params, hdr.pass.free,
                                     hdr.pass.cap_free, hdr.feature.arrival, hdr.feature.bytes,
                                     hdr.pass.share_cost, hdr.feature.settled, hdr.feature.start,
-                                    hdr.pass.cost, hdr.pass.free, hdr.pass.cap_free);
+                                    hdr.pass.cost);
             if (hdr.link.params.down == 1) {
                 link_free.write(hdr.link.pkt.dir, hdr.pass.free);
             } else if (hdr.feature.settled) {

@@ -20,11 +20,13 @@
 
 #include "../headers.p4"
 
+// link_free and class_free come in as the registers hold them and leave as
+// they are to be written back (inout: p4c copies an in argument that is also
+// passed as an out one, into a metadata field of its own).
 control BestEffortStart(in time_us_t now_us, in link_params_h params,
-                        in time_q_t link_free, in time_q_t class_free,
+                        inout time_q_t link_free, inout time_q_t class_free,
                         in time_us_t arrival_us, in bit<32> bytes, in time_q_t share_cost,
-                        out bool settled, out time_q_t start, out time_q_t cost,
-                        out time_q_t new_link_free, out time_q_t new_class_free) {
+                        out bool settled, out time_q_t start, out time_q_t cost) {
     apply {
         time_q_t now_q = ((time_q_t) now_us) << TIME_FRAC_BITS;
         time_q_t arrival_q = ((time_q_t) arrival_us) << TIME_FRAC_BITS;
@@ -39,14 +41,10 @@ control BestEffortStart(in time_us_t now_us, in link_params_h params,
         }
         settled = params.down == 0 && start <= now_q;
         if (settled) {
-            new_link_free = start + cost;
-            new_class_free = start + share_cost;
-        } else {
-            new_link_free = link_free;
-            if (params.down == 1 && link_free < now_q) {
-                new_link_free = now_q;
-            }
-            new_class_free = class_free;
+            link_free = start + cost;
+            class_free = start + share_cost;
+        } else if (params.down == 1 && link_free < now_q) {
+            link_free = now_q;
         }
     }
 }

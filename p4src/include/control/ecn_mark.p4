@@ -22,14 +22,17 @@ control EcnCapable(in ipv4_h ipv4, in ipv6_h ipv6, out bool capable, out bool ec
 control EcnMark(inout headers_t hdr) {
     apply {
         if (hdr.ipv4.isValid()) {
-            bit<16> old_word = hdr.ipv4.version ++ hdr.ipv4.ihl ++ hdr.ipv4.dscp ++ hdr.ipv4.ecn;
-            hdr.ipv4.ecn = ECN_CE;
-            bit<16> new_word = hdr.ipv4.version ++ hdr.ipv4.ihl ++ hdr.ipv4.dscp ++ hdr.ipv4.ecn;
-            bit<32> sum = (bit<32>) ~hdr.ipv4.hdr_checksum + (bit<32>) ~old_word +
-                          (bit<32>) new_word;
+            // The checksum first, the ECN field last: a local live across a
+            // change of the header is a metadata field, which BMv2 resets on
+            // every pass of every packet.
+            bit<32> sum = (bit<32>) ~hdr.ipv4.hdr_checksum +
+                          (bit<32>) ~(hdr.ipv4.version ++ hdr.ipv4.ihl ++ hdr.ipv4.dscp ++
+                                      hdr.ipv4.ecn) +
+                          (bit<32>) (hdr.ipv4.version ++ hdr.ipv4.ihl ++ hdr.ipv4.dscp ++ ECN_CE);
             sum = (sum & 0xffff) + (sum >> 16);
             sum = (sum & 0xffff) + (sum >> 16);
             hdr.ipv4.hdr_checksum = ~((bit<16>) sum);
+            hdr.ipv4.ecn = ECN_CE;
         } else if (hdr.ipv6.isValid()) {
             hdr.ipv6.ecn = ECN_CE;
         }
