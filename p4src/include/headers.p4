@@ -169,9 +169,12 @@ struct red_state_t {
 // Working values live in headers, not in locals or metadata: BMv2 resets
 // every metadata field, locals included, on every pass of the hold loop; a
 // header's fields only when it is made valid, which only the code that uses
-// them does (about 700 instructions a field, from callgrind). The link
-// model's controls each keep theirs in a header of their own (*_work_h);
-// these are the v1model glue's for one full pass of a packet, made valid by
+// them does (about 700 instructions a field, from callgrind). A link-model
+// control whose table's action can draw or compute its result keeps no
+// working values: it does so in the action, with the action's parameters in
+// place. The others keep theirs in a header of their own (*_work_h), one more
+// header for BMv2 to mark invalid at the end of every pass of every packet
+// (about 750 instructions). These are the v1model glue's for one full pass of a packet, made valid by
 // that pass only: the fast path's passes never pay for them. Never emitted
 // (BMv2 still adds its bytes to egress's packet_length, which nothing reads
 // there).

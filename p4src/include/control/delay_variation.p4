@@ -11,14 +11,7 @@
 
 #include "../headers.p4"
 
-// The control's working values (a header, not locals: see headers.p4).
-header delay_variation_work_h {
-    bit<32>   spike_threshold;   // P(spike) x 65536
-    time_us_t spike_us;
-}
-
 control DelayVariation(in bit<10> rand_index, in bit<16> rand_spike, inout link_meta_t m) {
-    delay_variation_work_h w;
 
     action set_delay(time_us_t delay_us) {
         m.params.delay_us = delay_us;
@@ -34,9 +27,10 @@ control DelayVariation(in bit<10> rand_index, in bit<16> rand_spike, inout link_
         size = 2048;
     }
 
+    // Drawn in the action: no working values outside it.
     action set_spike(bit<32> threshold, time_us_t length_us) {
-        w.spike_threshold = threshold;
-        w.spike_us = length_us;
+        m.params.delay_us = (bit<32>) rand_spike < threshold ? m.params.delay_us + length_us
+                                                             : m.params.delay_us;
     }
 
     table delay_spikes {
@@ -47,12 +41,8 @@ control DelayVariation(in bit<10> rand_index, in bit<16> rand_spike, inout link_
     }
 
     apply {
-        w.setValid();
         jitter.apply();
         delay_spikes.apply();
-        if ((bit<32>) rand_spike < w.spike_threshold) {
-            m.params.delay_us = m.params.delay_us + w.spike_us;
-        }
     }
 }
 

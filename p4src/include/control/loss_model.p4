@@ -8,24 +8,22 @@
 
 #include "../headers.p4"
 
-// The control's working values (a header, not locals: see headers.p4).
-header loss_model_work_h {
-    bit<32> p_move;
-    bit<32> p_loss;
-}
-
 control LossModel(in bit<16> rand_move, in bit<16> rand_loss, in bit<1> bad,
                   inout link_meta_t m, out bit<1> new_bad, out bool lost) {
-    loss_model_work_h w;
+
+    // The state moves, then the loss is drawn, in the action: no working
+    // values outside it (a header of them would cost BMv2 on every pass).
+    action draw(bit<32> p_move, bit<32> p_loss) {
+        new_bad = (bit<32>) rand_move < p_move ? ~bad : bad;
+        lost = (bit<32>) rand_loss < p_loss;
+    }
 
     action set_good(bit<32> to_bad, bit<32> loss) {
-        w.p_move = to_bad;
-        w.p_loss = loss;
+        draw(to_bad, loss);
     }
 
     action set_bad(bit<32> to_good, bit<32> loss) {
-        w.p_move = to_good;
-        w.p_loss = loss;
+        draw(to_good, loss);
     }
 
     table loss_model {
@@ -39,15 +37,7 @@ control LossModel(in bit<16> rand_move, in bit<16> rand_loss, in bit<1> bad,
     }
 
     apply {
-        new_bad = bad;
-        lost = false;
-        w.setValid();
-        if (loss_model.apply().hit) {
-            if ((bit<32>) rand_move < w.p_move) {
-                new_bad = ~bad;
-            }
-            lost = (bit<32>) rand_loss < w.p_loss;
-        }
+        loss_model.apply();
     }
 }
 

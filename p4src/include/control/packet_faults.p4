@@ -15,22 +15,16 @@
 
 #include "../headers.p4"
 
-// The control's working values (a header, not locals: see headers.p4).
-header packet_faults_work_h {
-    bit<32> reorder_threshold;     // P x 65536
-    bit<32> duplicate_threshold;
-    bit<32> corrupt_threshold;
-}
-
 control PacketFaults(in bit<16> rand_reorder, in bit<16> rand_duplicate,
                      in bit<16> rand_corrupt, in bit<5> flip_bit,
                      inout l4_word_h l4_word, inout link_meta_t m, out bool corrupted) {
-    packet_faults_work_h w;
 
+    // Drawn in the action: no working values outside it.
     action set_faults(bit<32> reorder, bit<32> duplicate, bit<32> corrupt) {
-        w.reorder_threshold = reorder;
-        w.duplicate_threshold = duplicate;
-        w.corrupt_threshold = corrupt;
+        m.pkt.ahead = (bit<32>) rand_reorder < reorder ? 1w1 : m.pkt.ahead;
+        m.params.delay_us = (bit<32>) rand_reorder < reorder ? 0 : m.params.delay_us;
+        m.pkt.dup = (bit<32>) rand_duplicate < duplicate ? 1w1 : m.pkt.dup;
+        corrupted = (bit<32>) rand_corrupt < corrupt && l4_word.isValid();
     }
 
     table packet_faults {
@@ -41,19 +35,9 @@ control PacketFaults(in bit<16> rand_reorder, in bit<16> rand_duplicate,
     }
 
     apply {
-        corrupted = false;
-        w.setValid();
         packet_faults.apply();
-        if ((bit<32>) rand_reorder < w.reorder_threshold) {
-            m.pkt.ahead = 1;
-            m.params.delay_us = 0;
-        }
-        if ((bit<32>) rand_duplicate < w.duplicate_threshold) {
-            m.pkt.dup = 1;
-        }
-        if ((bit<32>) rand_corrupt < w.corrupt_threshold && l4_word.isValid()) {
+        if (corrupted) {
             l4_word.word = l4_word.word ^ ((bit<32>) 1 << flip_bit);
-            corrupted = true;
         }
     }
 }

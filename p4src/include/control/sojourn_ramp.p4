@@ -8,17 +8,12 @@
 
 #include "../headers.p4"
 
-// The control's working values (a header, not locals: see headers.p4).
-header sojourn_ramp_work_h {
-    bit<32> p_mark;   // Q.16
-}
-
 control SojournRamp(in time_us_t sojourn_us, in bit<16> rand, in link_meta_t m,
                     out bool mark) {
-    sojourn_ramp_work_h w;
 
+    // Drawn in the action: no working values outside it.
     action mark_with(bit<32> p_q16) {
-        w.p_mark = p_q16;
+        mark = (bit<32>) rand < p_q16;
     }
 
     table sojourn_ramp {
@@ -32,11 +27,7 @@ control SojournRamp(in time_us_t sojourn_us, in bit<16> rand, in link_meta_t m,
     }
 
     apply {
-        w.setValid();
-        mark = false;
-        if (sojourn_ramp.apply().hit) {
-            mark = (bit<32>) rand < w.p_mark;
-        }
+        sojourn_ramp.apply();
     }
 }
 
