@@ -187,6 +187,7 @@ header pass_h {
     time_q_t   share_cost;
     time_q_t   free;
     time_q_t   cap_free;
+    time_q_t   start;     // serialization start of an arriving packet (LinkClock)
     time_q_t   cost;
     seq_t      seq;
     bool       settles;

@@ -387,10 +387,10 @@ control LinkPass(inout headers_t hdr, inout metadata_t meta,
 
             link_free.read(hdr.pass.free, hdr.link.pkt.dir);
             class_free.read(hdr.pass.cap_free, hdr.link.params.q_index);
-            link_clock.apply(hdr.pass.now, hdr.pass.l3_len, hdr.pass.free, hdr.pass.cap_free,
-                             hdr.pass.head != hdr.pass.tail, hdr.pass.waiting,
-                             hdr.pass.waiting_bytes, hdr.link, hdr.pass.free,
-                             hdr.pass.cap_free, hdr.pass.cost, hdr.pass.share_cost);
+            link_clock.apply(hdr.pass.now, hdr.pass.l3_len, hdr.pass.head != hdr.pass.tail,
+                             hdr.pass.waiting, hdr.pass.waiting_bytes, hdr.link, hdr.pass.free,
+                             hdr.pass.cap_free, hdr.pass.start, hdr.pass.cost,
+                             hdr.pass.share_cost);
             if (hdr.link.pkt.admitted == 0) {
                 drop_queue.count(hdr.link.params.q_index);
                 if (hdr.link.pkt.log == 1) {

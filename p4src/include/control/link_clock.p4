@@ -33,46 +33,40 @@ control SetTimes(in time_q_t start, in time_q_t cost, inout link_meta_t m) {
     }
 }
 
-// The control's working value (a header, not a local: see headers.p4).
-// Plain assignments under conditions, not ?: (p4c turns each ?: into a
-// condition and a temporary of its own).
-header link_clock_work_h {
-    time_q_t start;
-}
-
-control LinkClock(in time_us_t arrival_us, in bit<32> l3_len,
-                  in time_q_t link_free, in time_q_t class_free, in bool behind,
-                  in bit<32> queue_pkts, in bit<32> queue_bytes,
-                  inout link_meta_t m, out time_q_t new_link_free,
-                  out time_q_t new_class_free, out time_q_t cost, out time_q_t share_cost) {
-    link_clock_work_h w;
+// The packet's start is the caller's (out): a working header of the
+// control's own would be one more header for BMv2 to mark invalid on every
+// pass of every packet. link_free and class_free come in as the registers
+// hold them and leave as they are to be written back.
+control LinkClock(in time_us_t arrival_us, in bit<32> l3_len, in bool behind,
+                  in bit<32> queue_pkts, in bit<32> queue_bytes, inout link_meta_t m,
+                  inout time_q_t link_free, inout time_q_t class_free,
+                  out time_q_t start, out time_q_t cost, out time_q_t share_cost) {
     SetTimes() set_times;
 
     apply {
         time_q_t now_q = ((time_q_t) arrival_us) << TIME_FRAC_BITS;
-        w.setValid();
-        w.start = now_q;
-        if (link_free > w.start) {
-            w.start = link_free;
+        // Plain assignments under conditions, not ?: (p4c turns each ?: into
+        // a condition and a temporary of its own).
+        start = now_q;
+        if (link_free > start) {
+            start = link_free;
         }
-        if (class_free > w.start) {
-            w.start = class_free;
+        if (class_free > start) {
+            start = class_free;
         }
         time_q_t bytes = (time_q_t) (l3_len + m.params.overhead_bytes);
         cost = bytes * (time_q_t) m.params.byte_cost_q;
         share_cost = bytes * (time_q_t) m.queue.share_cost_q;
 
         // Deferred packets ahead of it in its class keep it behind them.
-        bool defer = m.queue.deferred == 1 && (behind || w.start > now_q || m.params.down == 1);
-        bool waits = defer || w.start > now_q;
+        bool defer = m.queue.deferred == 1 && (behind || start > now_q || m.params.down == 1);
+        bool waits = defer || start > now_q;
         bool full = queue_pkts >= m.queue.queue_limit ||
                     (m.queue.queue_bytes_limit != 0 &&
                      queue_bytes + l3_len > m.queue.queue_bytes_limit);
         m.pkt.admitted = 1;
         m.pkt.queued = 0;
         m.pkt.deferred = 0;
-        new_link_free = link_free;
-        new_class_free = class_free;
         if (waits) {
             m.pkt.queued = 1;
             if (full) {
@@ -86,10 +80,10 @@ control LinkClock(in time_us_t arrival_us, in bit<32> l3_len,
             m.pkt.due_us = TIME_NEVER;
         } else {
             if (m.pkt.admitted == 1) {
-                new_link_free = w.start + cost;
-                new_class_free = w.start + share_cost;
+                link_free = start + cost;
+                class_free = start + share_cost;
             }
-            set_times.apply(w.start, cost, m);
+            set_times.apply(start, cost, m);
         }
     }
 }

@@ -11,23 +11,16 @@
 
 #include "../headers.p4"
 
-// The control's working values (a header, not locals: see headers.p4).
-header link_errors_work_h {
-    bit<32>   threshold;        // P(error) x 65536
-    bit<32>   next_threshold;
-    time_us_t change_us;
-}
-
 control LinkErrors(in bit<16> rand, inout link_meta_t m, out bit<2> outcome) {
-    link_errors_work_h w;
 
     // The current state's error probability, and from change_us on the next
     // state's: the controller writes a change ahead of its instant, so the
-    // data plane changes state on time whatever a write's latency.
+    // data plane changes state on time whatever a write's latency. Drawn in
+    // the action, with its parameters in place: a working header would be
+    // one more for BMv2 to mark invalid on every pass of every packet.
     action set_error(bit<32> threshold, bit<32> next, time_us_t at) {
-        w.threshold = threshold;
-        w.next_threshold = next;
-        w.change_us = at;
+        outcome = (bit<32>) rand < (m.pkt.attempt_us >= at ? next : threshold) ?
+                  DRAW_RETRANSMIT : DRAW_THROUGH;
     }
 
     table link_state {
@@ -38,16 +31,10 @@ control LinkErrors(in bit<16> rand, inout link_meta_t m, out bit<2> outcome) {
     }
 
     apply {
-        w.setValid();
-        link_state.apply();
-        if (m.pkt.attempt_us >= w.change_us) {
-            w.threshold = w.next_threshold;
-        }
-        if ((bit<32>) rand >= w.threshold) {
-            outcome = DRAW_THROUGH;
+        link_state.apply();   // an error is a retransmission until ARQ gives up
+        if (outcome == DRAW_THROUGH) {
             m.pkt.link_done = 1;
         } else if (m.pkt.retx < m.params.max_retx) {
-            outcome = DRAW_RETRANSMIT;
             m.pkt.retx = m.pkt.retx + 1;
             m.pkt.attempt_us = m.pkt.attempt_us + m.params.retx_delay_us;
             m.pkt.due_us = m.pkt.due_us + m.params.retx_delay_us;
