@@ -122,6 +122,7 @@ FEATURE_SOJOURN_RAMP = 2
 FEATURE_DEFERRED = 4
 FEATURE_DELAY_VARIATION = 8
 FEATURE_PACKET_FAULTS = 16
+FEATURE_PRIORITY = 32
 
 
 def features(direction):
@@ -131,7 +132,8 @@ def features(direction):
             | (FEATURE_DEFERRED if direction.priority or direction.rate_schedule else 0)
             | (FEATURE_DELAY_VARIATION if direction.jitter or direction.delay_spikes else 0)
             | (FEATURE_PACKET_FAULTS if direction.reorder or direction.duplicate
-               or direction.corrupt else 0))
+               or direction.corrupt else 0)
+            | (FEATURE_PRIORITY if direction.priority else 0))
 
 
 def link_params_entry(name, direction, rate_bps, down=False):

@@ -35,7 +35,7 @@ def test_features_name_what_a_direction_uses():
     down, up = link_params_entries(profile)
     assert down.params["features"] == (dataplane.FEATURE_LOSS_MODEL
                                        | dataplane.FEATURE_SOJOURN_RAMP)
-    assert up.params["features"] == dataplane.FEATURE_DEFERRED
+    assert up.params["features"] == dataplane.FEATURE_DEFERRED | dataplane.FEATURE_PRIORITY
 
 
 def test_port_parsing():

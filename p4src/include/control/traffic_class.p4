@@ -1,8 +1,8 @@
 // The traffic class of a packet and the router queue of that class.
 //
-// Without entries in traffic_class every packet is best effort. A profile's
-// priority split adds ternary entries on DSCP, IP protocol and TCP/UDP ports
-// that put a packet in the priority class; each class then has its own
+// Every packet is best effort unless its direction has a priority split
+// (FEATURE_PRIORITY), whose ternary entries on DSCP, IP protocol and TCP/UDP
+// ports put a packet in the priority class; each class then has its own
 // queue_params entry: limits, an optional rate cap (its share of the link),
 // and, for best effort, a deferred start (see best_effort.p4).
 #ifndef LINKEMU_TRAFFIC_CLASS_P4
@@ -72,29 +72,32 @@ control TrafficClass(in ipv4_h ipv4, in ipv6_h ipv6, in l4_ports_h l4, inout lin
         size = 4;
     }
 
-    // Applied once, when the packet arrives.
+    // Applied once, when the packet arrives. A direction without a priority
+    // split has no traffic_class entries: its packets skip the lookup.
     apply {
         m.pkt.cls = CLASS_BEST_EFFORT;
-        w.setValid();
-        w.src_port = 0;
-        w.dst_port = 0;
-        w.protocol = 0;
-        w.dscp = 0;
-        w.is_ip = 0;
-        if (ipv4.isValid()) {
-            w.is_ip = 1;
-            w.dscp = ipv4.dscp;
-            w.protocol = ipv4.protocol;
-        } else if (ipv6.isValid()) {
-            w.is_ip = 1;
-            w.dscp = ipv6.dscp;
-            w.protocol = ipv6.next_hdr;
+        if (m.params.features & FEATURE_PRIORITY != 0) {
+            w.setValid();
+            w.src_port = 0;
+            w.dst_port = 0;
+            w.protocol = 0;
+            w.dscp = 0;
+            w.is_ip = 0;
+            if (ipv4.isValid()) {
+                w.is_ip = 1;
+                w.dscp = ipv4.dscp;
+                w.protocol = ipv4.protocol;
+            } else if (ipv6.isValid()) {
+                w.is_ip = 1;
+                w.dscp = ipv6.dscp;
+                w.protocol = ipv6.next_hdr;
+            }
+            if (l4.isValid()) {
+                w.src_port = l4.src_port;
+                w.dst_port = l4.dst_port;
+            }
+            traffic_class.apply();
         }
-        if (l4.isValid()) {
-            w.src_port = l4.src_port;
-            w.dst_port = l4.dst_port;
-        }
-        traffic_class.apply();
         m.queue.setValid();
         queue_params.apply();
     }
