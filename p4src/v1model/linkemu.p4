@@ -316,7 +316,9 @@ control LinkPass(inout headers_t hdr, inout metadata_t meta,
             event_log.apply(hdr.link);
             hdr.link.pkt.arrival_us = hdr.pass.now;
 
-            hdr.pass.lost = false;
+            // What a direction's profile leaves out costs an arrival one
+            // condition each: the working values and the tests of their
+            // outcome stay inside.
             if (hdr.link.params.features & FEATURE_LOSS_MODEL != 0) {
                 hdr.feature.setValid();
                 loss_bad.read(hdr.feature.bad, hdr.link.pkt.dir);
@@ -325,14 +327,14 @@ control LinkPass(inout headers_t hdr, inout metadata_t meta,
                 loss_model.apply(hdr.feature.rand_move, hdr.feature.rand_loss, hdr.feature.bad,
                                  hdr.link, hdr.feature.new_bad, hdr.pass.lost);
                 loss_bad.write(hdr.link.pkt.dir, hdr.feature.new_bad);
-            }
-            if (hdr.pass.lost) {
-                drop_loss_model.count(hdr.link.pkt.dir);
-                if (hdr.link.pkt.log == 1) {
-                    log_event(EVENT_DROP_LOSS_MODEL, hdr.pass.now);
+                if (hdr.pass.lost) {
+                    drop_loss_model.count(hdr.link.pkt.dir);
+                    if (hdr.link.pkt.log == 1) {
+                        log_event(EVENT_DROP_LOSS_MODEL, hdr.pass.now);
+                    }
+                    mark_to_drop(std);
+                    return;
                 }
-                mark_to_drop(std);
-                return;
             }
 
             traffic_class.apply(hdr.ipv4, hdr.ipv6, hdr.l4, hdr.link);
@@ -340,8 +342,6 @@ control LinkPass(inout headers_t hdr, inout metadata_t meta,
             queue_bytes.read(hdr.pass.waiting_bytes, hdr.link.params.q_index);
             last_start.read(hdr.pass.empty_since, hdr.link.params.q_index);
 
-            hdr.pass.verdict = AQM_PASS;
-            hdr.pass.use_ecn = false;
             if (hdr.link.queue.aqm == 1) {
                 hdr.feature.setValid();
                 red_avg.read(hdr.feature.aqm.avg, hdr.link.params.q_index);
@@ -355,22 +355,22 @@ control LinkPass(inout headers_t hdr, inout metadata_t meta,
                 red_avg.write(hdr.link.params.q_index, hdr.feature.aqm.avg);
                 red_count.write(hdr.link.params.q_index, hdr.feature.aqm.count);
                 red_target.write(hdr.link.params.q_index, hdr.feature.aqm.target);
-            }
-            ecn_capable.apply(hdr.ipv4, hdr.ipv6, hdr.pass.capable, hdr.pass.ect1);
-            if (hdr.pass.verdict == AQM_SIGNAL && hdr.pass.use_ecn && hdr.pass.capable) {
-                ecn_mark.apply(hdr);
-                ecn_marks.count(hdr.link.params.q_index);
-                hdr.link.pkt.log_flags = hdr.link.pkt.log_flags | EVENT_MARKED;
-            } else if (hdr.pass.verdict != AQM_PASS) {
-                drop_aqm.count(hdr.link.params.q_index);
-                if (hdr.pass.capable) {
-                    drop_aqm_ect.count(hdr.link.params.q_index);
+                ecn_capable.apply(hdr.ipv4, hdr.ipv6, hdr.pass.capable, hdr.pass.ect1);
+                if (hdr.pass.verdict == AQM_SIGNAL && hdr.pass.use_ecn && hdr.pass.capable) {
+                    ecn_mark.apply(hdr);
+                    ecn_marks.count(hdr.link.params.q_index);
+                    hdr.link.pkt.log_flags = hdr.link.pkt.log_flags | EVENT_MARKED;
+                } else if (hdr.pass.verdict != AQM_PASS) {
+                    drop_aqm.count(hdr.link.params.q_index);
+                    if (hdr.pass.capable) {
+                        drop_aqm_ect.count(hdr.link.params.q_index);
+                    }
+                    if (hdr.link.pkt.log == 1) {
+                        log_event(EVENT_DROP_AQM, hdr.pass.now);
+                    }
+                    mark_to_drop(std);
+                    return;
                 }
-                if (hdr.link.pkt.log == 1) {
-                    log_event(EVENT_DROP_AQM, hdr.pass.now);
-                }
-                mark_to_drop(std);
-                return;
             }
 
             hdr.pass.corrupt = false;
@@ -436,6 +436,7 @@ control LinkPass(inout headers_t hdr, inout metadata_t meta,
                     hdr.feature.sojourn = hdr.link.pkt.start_us - hdr.pass.now;
                     sojourn_ramp.apply(hdr.feature.sojourn, hdr.feature.rand_ramp,
                                        hdr.link, hdr.feature.ramp_mark);
+                    ecn_capable.apply(hdr.ipv4, hdr.ipv6, hdr.pass.capable, hdr.pass.ect1);
                     if (hdr.feature.ramp_mark && hdr.pass.ect1) {
                         ecn_mark.apply(hdr);
                         ramp_marks.count(hdr.link.params.q_index);
