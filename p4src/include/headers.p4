@@ -172,12 +172,13 @@ struct red_state_t {
 // them does (about 700 instructions a field, from callgrind). A link-model
 // control whose table's action can draw or compute its result keeps no
 // working values: it does so in the action, with the action's parameters in
-// place. The others keep theirs in a header of their own (*_work_h), one more
-// header for BMv2 to mark invalid at the end of every pass of every packet
-// (about 750 instructions). These are the v1model glue's for one full pass of a packet, made valid by
-// that pass only: the fast path's passes never pay for them. Never emitted
-// (BMv2 still adds its bytes to egress's packet_length, which nothing reads
-// there).
+// place (a ?: inside an action stays one expression; in a control's body p4c
+// makes it a condition and a temporary). The others keep theirs in a header
+// of their own (*_work_h), one more header for BMv2 to mark invalid at the
+// end of every pass of every packet (about 750 instructions). pass_h holds
+// the v1model glue's for one full pass of a packet, made valid by that pass
+// only: the fast path's passes never pay for them. Never emitted (BMv2 still
+// adds its bytes to egress's packet_length, which nothing reads there).
 header pass_h {
     bool       fresh;     // the packet's first pass: it arrived
     bool       known;     // it came in on a port of the link

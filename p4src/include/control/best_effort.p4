@@ -31,7 +31,7 @@ control BestEffortStart(in time_us_t now_us, in link_params_h params,
         time_q_t now_q = ((time_q_t) now_us) << TIME_FRAC_BITS;
         time_q_t arrival_q = ((time_q_t) arrival_us) << TIME_FRAC_BITS;
         cost = (time_q_t) bytes * (time_q_t) params.byte_cost_q;
-        // Assignments under conditions, not ?: (see link_clock.p4).
+        // Assignments under conditions, not ?: (see headers.p4).
         start = link_free;
         if (class_free > start) {
             start = class_free;

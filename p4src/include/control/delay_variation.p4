@@ -27,7 +27,7 @@ control DelayVariation(in bit<10> rand_index, in bit<16> rand_spike, inout link_
         size = 2048;
     }
 
-    // Drawn in the action: no working values outside it.
+    // Drawn in the action, with its parameters in place (see headers.p4).
     action set_spike(bit<32> threshold, time_us_t length_us) {
         m.params.delay_us = (bit<32>) rand_spike < threshold ? m.params.delay_us + length_us
                                                              : m.params.delay_us;

@@ -33,10 +33,9 @@ control SetTimes(in time_q_t start, in time_q_t cost, inout link_meta_t m) {
     }
 }
 
-// The packet's start is the caller's (out): a working header of the
-// control's own would be one more header for BMv2 to mark invalid on every
-// pass of every packet. link_free and class_free come in as the registers
-// hold them and leave as they are to be written back.
+// The packet's start is the caller's (out), not a working header of the
+// control's own (see headers.p4). link_free and class_free come in as the
+// registers hold them and leave as they are to be written back.
 control LinkClock(in time_us_t arrival_us, in bit<32> l3_len, in bool behind,
                   in bit<32> queue_pkts, in bit<32> queue_bytes, inout link_meta_t m,
                   inout time_q_t link_free, inout time_q_t class_free,
@@ -45,8 +44,7 @@ control LinkClock(in time_us_t arrival_us, in bit<32> l3_len, in bool behind,
 
     apply {
         time_q_t now_q = ((time_q_t) arrival_us) << TIME_FRAC_BITS;
-        // Plain assignments under conditions, not ?: (p4c turns each ?: into
-        // a condition and a temporary of its own).
+        // Plain assignments under conditions, not ?: (see headers.p4).
         start = now_q;
         if (link_free > start) {
             start = link_free;

@@ -16,8 +16,7 @@ control LinkErrors(in bit<16> rand, inout link_meta_t m, out bit<2> outcome) {
     // The current state's error probability, and from change_us on the next
     // state's: the controller writes a change ahead of its instant, so the
     // data plane changes state on time whatever a write's latency. Drawn in
-    // the action, with its parameters in place: a working header would be
-    // one more for BMv2 to mark invalid on every pass of every packet.
+    // the action, with its parameters in place (see headers.p4).
     action set_error(bit<32> threshold, bit<32> next, time_us_t at) {
         outcome = (bit<32>) rand < (m.pkt.attempt_us >= at ? next : threshold) ?
                   DRAW_RETRANSMIT : DRAW_THROUGH;

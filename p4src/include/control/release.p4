@@ -25,7 +25,7 @@ control Release(in time_us_t now_us, in seq_t next_release, inout link_meta_t m,
         bool go = due && (!in_line || ahead <= 0 || gave_up);
         skipped = go && in_line && ahead > 0;
         blocked = due && !go;
-        // Assignments under conditions, not ?: (see link_clock.p4).
+        // Assignments under conditions, not ?: (see headers.p4).
         m.pkt.released = 0;
         new_next_release = next_release;
         if (go) {
