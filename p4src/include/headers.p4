@@ -210,7 +210,6 @@ header pass_h {
     seq_t      new_next;
     bool       skipped;
     bool       blocked;
-    time_us_t  wake;
     time_us_t  clock;     // the event log's "now" (log_clock)
     bit<32>    dir_cell;    // HELD_CELLS (linkemu.p4)
     bit<32>    queue_cell;

@@ -526,19 +526,19 @@ control LinkPass(inout headers_t hdr, inout metadata_t meta,
             // the due instant (never, for a deferred packet: see the fast
             // path), or for a packet waiting for its turn in release order,
             // the instant it gives up waiting.
-            hdr.pass.wake = hdr.link.pkt.due_us;
-            if (hdr.link.pkt.link_done == 0 && hdr.link.pkt.attempt_us < hdr.pass.wake) {
-                hdr.pass.wake = hdr.link.pkt.attempt_us;
-            }
-            if (hdr.link.pkt.queued == 1 && hdr.link.pkt.start_us < hdr.pass.wake) {
-                hdr.pass.wake = hdr.link.pkt.start_us;
-            }
             if (hdr.pass.blocked) {
                 hdr.link.pkt.turn = 1;
                 hdr.link.pkt.wake_us = hdr.link.pkt.due_us + hdr.link.params.stall_us;
             } else {
                 hdr.link.pkt.turn = 0;
-                hdr.link.pkt.wake_us = hdr.pass.wake;
+                hdr.link.pkt.wake_us = hdr.link.pkt.due_us;
+                if (hdr.link.pkt.link_done == 0 &&
+                    hdr.link.pkt.attempt_us < hdr.link.pkt.wake_us) {
+                    hdr.link.pkt.wake_us = hdr.link.pkt.attempt_us;
+                }
+                if (hdr.link.pkt.queued == 1 && hdr.link.pkt.start_us < hdr.link.pkt.wake_us) {
+                    hdr.link.pkt.wake_us = hdr.link.pkt.start_us;
+                }
             }
         } else if (hdr.link.pkt.out_port != 0) {
             if (hdr.link.pkt.dup == 1) {
