@@ -12,6 +12,7 @@ import benchmark  # noqa: E402
 import report  # noqa: E402
 import traffic  # noqa: E402
 from linkemu.fidelity import Frame  # noqa: E402
+from linkemu.p4runtime import P4Info  # noqa: E402
 
 
 def cell(rate, load, p99, rate_error=None, held=30):
@@ -218,3 +219,21 @@ def test_the_benchmark_gives_its_cores_back_after_each_switch():
     with benchmark.off_switch_core(Switch()):
         assert os.sched_getaffinity(0) == {min(cores)}
     assert os.sched_getaffinity(0) == cores
+
+
+def test_the_least_link_model_gets_the_profiles_link_both_ways():
+    entries = benchmark.minimal_link_entries(benchmark.link("10000kbit", "20ms").downlink)
+    assert [e.match for e in entries] == [{"hdr.link.dir": 0}, {"hdr.link.dir": 1}]
+    assert all(e.table == "MinimalIngress.link" and e.action == "MinimalIngress.arrive"
+               for e in entries)
+    assert entries[0].params == entries[1].params == {
+        "byte_cost_q": round(0.8 * (1 << 20)), "delay_us": 20_000, "queue_limit": 1000,
+        "state_change_us": 0, "error_now": 0, "error_next": 0}
+
+
+@pytest.mark.skipif(not benchmark.MINIMAL_BASELINE[0].exists(),
+                    reason="build/minimal_link.p4info.txtpb is missing (needs p4c)")
+def test_the_least_link_models_entries_name_the_compiled_program():
+    p4info = P4Info.from_file(benchmark.MINIMAL_BASELINE[0])
+    for entry in benchmark.minimal_link_entries(benchmark.link().downlink):
+        p4info.table_entry(entry)   # raises on a table, field or parameter it lacks
