@@ -122,6 +122,14 @@ class Bench:
         return paced(self.switch, self.peers, schedule, wait, **options)
 
     # Delay and rate fidelity -------------------------------------------------
+    def warm_up(self):
+        """A loaded cell, left out: the first time BMv2 holds a few hundred
+        frames it is slower (measured: linkemu's first loaded 10 Mbit/s cell
+        held 234-392 frames at once and had p99 36-92 ms, later ones 179-190
+        frames and 6-11 ms; the least link model's first cell had every frame
+        15.5 ms late)."""
+        self.delay_cell(10e6, 20, "loaded")
+
     def delay_cell(self, rate_bps, delay_ms, load, size=SIZE):
         profile = link(f"{rate_bps / 1e3:g}kbit", f"{delay_ms}ms")
         tx = tx_s(size, rate_bps)
@@ -286,7 +294,10 @@ class Bench:
             ramp = []
             for pps in SATURATION_RAMP:
                 ramp.append(flood(self.peers, pps, 1.5 if self.quick else 3))
-                time.sleep(0.5)   # the backlog leaves before the next run
+                # Let the backlog leave: a packet still inside BMv2 when the
+                # pipeline changes hands its old program's PHV to the new
+                # program's pool, and the new program then runs on it.
+                time.sleep(0.5)
                 if ramp[-1]["delivered_pps"] < 0.5 * ramp[-1]["offered_pps"]:
                     break
             ramps.append(ramp)
@@ -451,11 +462,7 @@ def run_linkemu(quick):
     with veth_testbed(LAYOUT, link(), *LINKEMU) as (switch, peers), off_switch_core(switch):
         bench = Bench(switch, peers, quick)
         try:
-            # A warm-up at load, left out: the first time BMv2 holds a few
-            # hundred frames it is slower (measured: the first loaded 10 Mbit/s
-            # cell held 234-392 frames at once and had p99 36-92 ms, later ones
-            # 179-190 frames and 6-11 ms).
-            bench.delay_cell(10e6, 20, "loaded")
+            bench.warm_up()
             results["delay"] = [bench.delay_cell(rate, delay, load)
                                 for rate, delay in delay_grid(quick) for load in ("idle", "loaded")]
             results["capacity_curve"] = [bench.delay_cell(r, 20, "loaded", size=1500)
@@ -489,11 +496,9 @@ def run_baseline(quick):
             bench.controller.set_pipeline(*SHAPE_BASELINE)
             results["shape"] = {"saturated": bench.saturated_rate(),
                                 "hold_floor": bench.hold_floor(None)}
-            # The least link model, in linkemu's loaded cells up to the targets' rate,
-            # after a warm-up left out as linkemu's (measured without it: its first
-            # cell, 64 kbit/s loaded, had every frame 15.5 ms late).
+            # The least link model, in linkemu's loaded cells up to the targets' rate.
             bench.controller.set_pipeline(*MINIMAL_BASELINE)
-            bench.delay_cell(10e6, 20, "loaded")
+            bench.warm_up()
             results["minimal_link"] = {
                 "delay": [bench.delay_cell(rate, delay, "loaded")
                           for rate, delay in delay_grid(quick) if rate <= TARGET_RATE_BPS],
