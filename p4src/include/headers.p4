@@ -96,7 +96,9 @@ const bit<2> AQM_DROP = 2;       // above max_th (2 x max_th if gentle): drop
 // every recirculated pass. A field list would do the same, but BMv2 resets
 // every metadata field and copies every listed one on every pass of the
 // loop (about 1 200 instructions a field), where extracting a field is a
-// fraction of that.
+// fraction of that. The glue hands an arriving packet's state to the link
+// model zeroed (on BMv2, setValid zeroes a header): the controls set only
+// what differs from 0.
 header link_state_h {
     direction_t dir;
     seq_t       seq;         // admission order within the direction
@@ -180,8 +182,6 @@ struct red_state_t {
 // only: the fast path's passes never pay for them. Never emitted (BMv2 still
 // adds its bytes to egress's packet_length, which nothing reads there).
 header pass_h {
-    bool       fresh;     // the packet's first pass: it arrived
-    bool       known;     // it came in on a port of the link
     time_us_t  now;
     bit<32>    head;
     bit<32>    tail;
@@ -192,7 +192,7 @@ header pass_h {
     time_q_t   cost;
     seq_t      seq;
     bool       settles;
-    bool       lost;
+    bool       refused;   // dropped on its way to the link (loss model, AQM)
     bit<32>    l3_len;
     bit<32>    waiting;
     bit<32>    waiting_bytes;
@@ -213,7 +213,7 @@ header pass_h {
     time_us_t  clock;     // the event log's "now" (log_clock)
     bit<32>    dir_cell;    // HELD_CELLS (linkemu.p4)
     bit<32>    queue_cell;
-    bit<1>     pad;       // BMv2 wants a header of whole bytes
+    bit<3>     pad;       // BMv2 wants a header of whole bytes
 }
 
 // The glue's working values of what a profile may leave out (the FEATURE_*
@@ -225,6 +225,7 @@ header feature_pass_h {
     bit<32>    bytes;
     bool       settled;
     time_q_t   start;
+    time_us_t  start_us;
     bit<10>    rand_index;
     bit<16>    rand_spike;
     bit<1>     bad;
@@ -242,8 +243,9 @@ header feature_pass_h {
     bit<16>    rand_ramp;
     time_us_t  sojourn;   // the sojourn ramp's key
     bool       ramp_mark;
-    event_t    event;     // what LinkemuIngress reports, when meta.report
-    bit<5>     pad;       // whole bytes
+    event_t    event;
+    bool       report;    // this pass ends with event in the event log
+    bit<4>     pad;       // whole bytes
 }
 
 // The switch's clock when a controller's probe entered (P4Runtime packet-in
@@ -265,8 +267,9 @@ struct headers_t {
     link_meta_t link;
 }
 
+// Empty: BMv2 resets every metadata field on every pass of every packet,
+// held ones included (see pass_h).
 struct metadata_t {
-    bit<1>      report;   // this pass ends with hdr.feature.event in the event log
 }
 
 #endif

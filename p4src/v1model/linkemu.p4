@@ -193,9 +193,13 @@ control LinkPass(inout headers_t hdr, inout metadata_t meta,
     // A deferred packet's slot in its ring, for the register accesses that
     // follow, set by a table's action: p4c copies a slot computed in the
     // control into a temporary of its own at every access, and each is one
-    // more metadata field for BMv2 to reset on every pass.
+    // more metadata field for BMv2 to reset on every pass. A packet entering
+    // the ring takes its link bytes there too, for the same reason.
     action head_slot() { hdr.feature.slot = defer_slot(hdr.link.pkt.dir, hdr.pass.head); }
-    action tail_slot() { hdr.feature.slot = defer_slot(hdr.link.pkt.dir, hdr.pass.tail); }
+    action tail_slot() {
+        hdr.feature.slot = defer_slot(hdr.link.pkt.dir, hdr.pass.tail);
+        hdr.feature.bytes = hdr.pass.l3_len + hdr.link.params.overhead_bytes;
+    }
     action ticket_slot() { hdr.feature.slot = defer_slot(hdr.link.pkt.dir, hdr.link.pkt.ticket); }
     table slot_of_head { actions = { head_slot; } const default_action = head_slot(); }
     table slot_of_tail { actions = { tail_slot; } const default_action = tail_slot(); }
@@ -209,7 +213,7 @@ control LinkPass(inout headers_t hdr, inout metadata_t meta,
         flags = flags | (hdr.link.pkt.ahead == 1 ? EVENT_AHEAD : 0);
         flags = flags | (hdr.link.pkt.dup == 1 ? EVENT_DUPLICATE : 0);
         hdr.feature.setValid();
-        meta.report = 1;
+        hdr.feature.report = true;
         hdr.feature.event = {hdr.link.pkt.dir, outcome, hdr.link.pkt.seq,
                              (bit<16>) hdr.pass.l3_len, hdr.link.pkt.arrival_us,
                              hdr.link.pkt.start_us, hdr.link.pkt.due_us, at,
@@ -218,11 +222,17 @@ control LinkPass(inout headers_t hdr, inout metadata_t meta,
 
     apply {
         hdr.pass.setValid();
-        hdr.pass.fresh = std.instance_type != INSTANCE_TYPE_RECIRC;
-        if (hdr.pass.fresh) {
-            hdr.link.pkt.setValid();
-            port_map.apply(std.ingress_port, hdr.ethernet, hdr.link, hdr.pass.known);
-            if (!hdr.pass.known) {
+        // "Now": arrival for a new packet, the last egress pass for a held one
+        // (a recirculated packet keeps a stale ingress timestamp). The
+        // emulated link carries the L3 packet; the Ethernet header, which
+        // every packet here has, is Mininet's, and a held packet carries its
+        // state ahead of it. HELD_CELLS: a held packet counts in cells apart.
+        // (A pass that ends here exits: a return would be a flag that p4c
+        // keeps in metadata and tests before every statement after it.)
+        if (std.instance_type != INSTANCE_TYPE_RECIRC) {
+            hdr.link.pkt.setValid();   // zeroed, as the link model expects it
+            port_map.apply(std.ingress_port, hdr.ethernet, hdr.link);
+            if (hdr.link.pkt.out_port == 0 && hdr.link.pkt.flood_grp == 0) {
                 if (std.ingress_port == CPU_PORT) {
                     // A controller's clock probe goes back stamped.
                     hdr.clock_stamp.setValid();
@@ -232,20 +242,12 @@ control LinkPass(inout headers_t hdr, inout metadata_t meta,
                 } else {
                     mark_to_drop(std);
                 }
-                return;
+                exit;
             }
-        }
-        link_params.apply(hdr.link);
-        // "Now": arrival for a new packet, the last egress pass for a held one
-        // (a recirculated packet keeps a stale ingress timestamp). The
-        // emulated link carries the L3 packet; the Ethernet header, which
-        // every packet here has, is Mininet's, and a held packet carries its
-        // state ahead of it. HELD_CELLS: a held packet counts in cells apart.
-        if (hdr.pass.fresh) {
             if (!hdr.ethernet.isValid()) {
                 drop_malformed.count(hdr.link.pkt.dir);
                 mark_to_drop(std);
-                return;
+                exit;
             }
             hdr.pass.now = std.ingress_global_timestamp;
             hdr.pass.l3_len = std.packet_length - ETH_HEADER_BYTES;
@@ -256,15 +258,15 @@ control LinkPass(inout headers_t hdr, inout metadata_t meta,
                               (ETH_HEADER_BYTES + hdr.link.pkt.minSizeInBytes());
             hdr.pass.dir_cell = hdr.link.pkt.dir + NUM_DIRECTIONS;
         }
+        link_params.apply(hdr.link);
 
         // Every event of the direction offers the link to the head of its
         // deferred best effort, before a new packet can claim it.
         // A deferred packet left over from a profile without deferral
         // settles itself on its own passes.
         // (Features are tested in place: p4c gives a function's result in a
-        // condition a temporary of its own.)
-        hdr.pass.head = 0;
-        hdr.pass.tail = 0;
+        // condition a temporary of its own. head and tail are 0 unless read:
+        // BMv2 zeroes a header made valid.)
         if (hdr.link.params.features & FEATURE_DEFERRED != 0 || hdr.link.pkt.deferred == 1) {
             defer_head.read(hdr.pass.head, hdr.link.pkt.dir);
             defer_tail.read(hdr.pass.tail, hdr.link.pkt.dir);
@@ -280,7 +282,7 @@ control LinkPass(inout headers_t hdr, inout metadata_t meta,
             best_effort_start.apply(hdr.pass.now, hdr.link.params, hdr.pass.free,
                                     hdr.pass.cap_free, hdr.feature.arrival, hdr.feature.bytes,
                                     hdr.pass.share_cost, hdr.feature.settled, hdr.feature.start,
-                                    hdr.pass.cost);
+                                    hdr.feature.start_us, hdr.pass.cost);
             if (hdr.link.params.down == 1) {
                 link_free.write(hdr.link.pkt.dir, hdr.pass.free);
             } else if (hdr.feature.settled) {
@@ -292,8 +294,7 @@ control LinkPass(inout headers_t hdr, inout metadata_t meta,
                 defer_cost.write(hdr.feature.slot, hdr.pass.cost);
                 link_free.write(hdr.link.pkt.dir, hdr.pass.free);
                 class_free.write(hdr.link.params.be_index, hdr.pass.cap_free);
-                last_start.write(hdr.link.params.be_index,
-                                 (time_us_t) (hdr.feature.start >> TIME_FRAC_BITS));
+                last_start.write(hdr.link.params.be_index, hdr.feature.start_us);
                 hdr.pass.head = hdr.pass.head + 1;
                 defer_head.write(hdr.link.pkt.dir, hdr.pass.head);
             }
@@ -301,9 +302,9 @@ control LinkPass(inout headers_t hdr, inout metadata_t meta,
 
         // This packet's own delay, drawn where its instants are set: on
         // arrival, or when a deferred packet's start is settled.
-        hdr.pass.settles = !hdr.pass.fresh && hdr.link.pkt.deferred == 1 &&
+        hdr.pass.settles = hdr.link.pkt.deferred == 1 &&
                            (int<32>) (hdr.link.pkt.ticket - hdr.pass.head) < 0;
-        if ((hdr.pass.fresh || hdr.pass.settles) &&
+        if ((std.instance_type != INSTANCE_TYPE_RECIRC || hdr.pass.settles) &&
             hdr.link.params.features & FEATURE_DELAY_VARIATION != 0) {
             hdr.feature.setValid();
             random(hdr.feature.rand_index, 0, 1023);
@@ -311,10 +312,9 @@ control LinkPass(inout headers_t hdr, inout metadata_t meta,
             delay_variation.apply(hdr.feature.rand_index, hdr.feature.rand_spike, hdr.link);
         }
 
-        if (hdr.pass.fresh) {
+        if (std.instance_type != INSTANCE_TYPE_RECIRC) {
             link_in.count(hdr.link.pkt.dir);
-            event_log.apply(hdr.link);
-            hdr.link.pkt.arrival_us = hdr.pass.now;
+            event_log.apply(hdr.pass.now, hdr.link);
 
             // What a direction's profile leaves out costs an arrival one
             // condition each: the working values and the tests of their
@@ -325,131 +325,133 @@ control LinkPass(inout headers_t hdr, inout metadata_t meta,
                 random(hdr.feature.rand_move, 0, 0xffff);
                 random(hdr.feature.rand_loss, 0, 0xffff);
                 loss_model.apply(hdr.feature.rand_move, hdr.feature.rand_loss, hdr.feature.bad,
-                                 hdr.link, hdr.feature.new_bad, hdr.pass.lost);
+                                 hdr.link, hdr.feature.new_bad, hdr.pass.refused);
                 loss_bad.write(hdr.link.pkt.dir, hdr.feature.new_bad);
-                if (hdr.pass.lost) {
+                if (hdr.pass.refused) {
                     drop_loss_model.count(hdr.link.pkt.dir);
                     if (hdr.link.pkt.log == 1) {
                         log_event(EVENT_DROP_LOSS_MODEL, hdr.pass.now);
                     }
                     mark_to_drop(std);
-                    return;
                 }
             }
 
-            traffic_class.apply(hdr.ipv4, hdr.ipv6, hdr.l4, hdr.link);
-            queue_pkts.read(hdr.pass.waiting, hdr.link.params.q_index);
-            queue_bytes.read(hdr.pass.waiting_bytes, hdr.link.params.q_index);
-            last_start.read(hdr.pass.empty_since, hdr.link.params.q_index);
+            // A packet refused on its way to the link ends its pass here
+            // (and admitted stays 0, which skips the rest of the pass).
+            if (!hdr.pass.refused) {
+                traffic_class.apply(hdr.ipv4, hdr.ipv6, hdr.l4, hdr.link);
+                queue_pkts.read(hdr.pass.waiting, hdr.link.params.q_index);
+                queue_bytes.read(hdr.pass.waiting_bytes, hdr.link.params.q_index);
+                last_start.read(hdr.pass.empty_since, hdr.link.params.q_index);
 
-            if (hdr.link.queue.aqm == 1) {
-                hdr.feature.setValid();
-                red_avg.read(hdr.feature.aqm.avg, hdr.link.params.q_index);
-                red_count.read(hdr.feature.aqm.count, hdr.link.params.q_index);
-                red_target.read(hdr.feature.aqm.target, hdr.link.params.q_index);
-                random(hdr.feature.rand_aqm, 0, 0xffff);
-                hdr.feature.idle = hdr.pass.now - hdr.pass.empty_since;
-                red.apply(hdr.pass.waiting, hdr.pass.waiting_bytes,
-                          hdr.feature.idle, hdr.feature.rand_aqm, hdr.link,
-                          hdr.feature.aqm, hdr.pass.verdict, hdr.pass.use_ecn);
-                red_avg.write(hdr.link.params.q_index, hdr.feature.aqm.avg);
-                red_count.write(hdr.link.params.q_index, hdr.feature.aqm.count);
-                red_target.write(hdr.link.params.q_index, hdr.feature.aqm.target);
-                ecn_capable.apply(hdr.ipv4, hdr.ipv6, hdr.pass.capable, hdr.pass.ect1);
-                if (hdr.pass.verdict == AQM_SIGNAL && hdr.pass.use_ecn && hdr.pass.capable) {
-                    ecn_mark.apply(hdr);
-                    ecn_marks.count(hdr.link.params.q_index);
-                    hdr.link.pkt.log_flags = hdr.link.pkt.log_flags | EVENT_MARKED;
-                } else if (hdr.pass.verdict != AQM_PASS) {
-                    drop_aqm.count(hdr.link.params.q_index);
-                    if (hdr.pass.capable) {
-                        drop_aqm_ect.count(hdr.link.params.q_index);
+                if (hdr.link.queue.aqm == 1) {
+                    hdr.feature.setValid();
+                    red_avg.read(hdr.feature.aqm.avg, hdr.link.params.q_index);
+                    red_count.read(hdr.feature.aqm.count, hdr.link.params.q_index);
+                    red_target.read(hdr.feature.aqm.target, hdr.link.params.q_index);
+                    random(hdr.feature.rand_aqm, 0, 0xffff);
+                    hdr.feature.idle = hdr.pass.now - hdr.pass.empty_since;
+                    red.apply(hdr.pass.waiting, hdr.pass.waiting_bytes,
+                              hdr.feature.idle, hdr.feature.rand_aqm, hdr.link,
+                              hdr.feature.aqm, hdr.pass.verdict, hdr.pass.use_ecn);
+                    red_avg.write(hdr.link.params.q_index, hdr.feature.aqm.avg);
+                    red_count.write(hdr.link.params.q_index, hdr.feature.aqm.count);
+                    red_target.write(hdr.link.params.q_index, hdr.feature.aqm.target);
+                    ecn_capable.apply(hdr.ipv4, hdr.ipv6, hdr.pass.capable, hdr.pass.ect1);
+                    if (hdr.pass.verdict == AQM_SIGNAL && hdr.pass.use_ecn && hdr.pass.capable) {
+                        ecn_mark.apply(hdr);
+                        ecn_marks.count(hdr.link.params.q_index);
+                        hdr.link.pkt.log_flags = hdr.link.pkt.log_flags | EVENT_MARKED;
+                    } else if (hdr.pass.verdict != AQM_PASS) {
+                        drop_aqm.count(hdr.link.params.q_index);
+                        if (hdr.pass.capable) {
+                            drop_aqm_ect.count(hdr.link.params.q_index);
+                        }
+                        if (hdr.link.pkt.log == 1) {
+                            log_event(EVENT_DROP_AQM, hdr.pass.now);
+                        }
+                        mark_to_drop(std);
+                        hdr.pass.refused = true;
                     }
+                }
+            }
+            if (!hdr.pass.refused) {
+                if (hdr.link.params.features & FEATURE_PACKET_FAULTS != 0) {
+                    hdr.feature.setValid();
+                    random(hdr.feature.rand_reorder, 0, 0xffff);
+                    random(hdr.feature.rand_duplicate, 0, 0xffff);
+                    random(hdr.feature.rand_corrupt, 0, 0xffff);
+                    random(hdr.feature.flip_bit, 0, 31);
+                    packet_faults.apply(hdr.feature.rand_reorder, hdr.feature.rand_duplicate,
+                                        hdr.feature.rand_corrupt, hdr.feature.flip_bit, hdr.l4_word,
+                                        hdr.link, hdr.pass.corrupt);
+                }
+
+                link_free.read(hdr.pass.free, hdr.link.pkt.dir);
+                class_free.read(hdr.pass.cap_free, hdr.link.params.q_index);
+                link_clock.apply(hdr.pass.now, hdr.pass.l3_len, hdr.pass.head != hdr.pass.tail,
+                                 hdr.pass.waiting, hdr.pass.waiting_bytes, hdr.link, hdr.pass.free,
+                                 hdr.pass.cap_free, hdr.pass.start, hdr.pass.cost,
+                                 hdr.pass.share_cost);
+                if (hdr.link.pkt.admitted == 0) {
+                    drop_queue.count(hdr.link.params.q_index);
                     if (hdr.link.pkt.log == 1) {
-                        log_event(EVENT_DROP_AQM, hdr.pass.now);
+                        hdr.link.pkt.start_us = 0;   // it never gets one
+                        hdr.link.pkt.due_us = 0;
+                        log_event(EVENT_DROP_QUEUE, hdr.pass.now);
                     }
                     mark_to_drop(std);
-                    return;
-                }
-            }
-
-            hdr.pass.corrupt = false;
-            if (hdr.link.params.features & FEATURE_PACKET_FAULTS != 0) {
-                hdr.feature.setValid();
-                random(hdr.feature.rand_reorder, 0, 0xffff);
-                random(hdr.feature.rand_duplicate, 0, 0xffff);
-                random(hdr.feature.rand_corrupt, 0, 0xffff);
-                random(hdr.feature.flip_bit, 0, 31);
-                packet_faults.apply(hdr.feature.rand_reorder, hdr.feature.rand_duplicate,
-                                    hdr.feature.rand_corrupt, hdr.feature.flip_bit, hdr.l4_word,
-                                    hdr.link, hdr.pass.corrupt);
-            }
-
-            link_free.read(hdr.pass.free, hdr.link.pkt.dir);
-            class_free.read(hdr.pass.cap_free, hdr.link.params.q_index);
-            link_clock.apply(hdr.pass.now, hdr.pass.l3_len, hdr.pass.head != hdr.pass.tail,
-                             hdr.pass.waiting, hdr.pass.waiting_bytes, hdr.link, hdr.pass.free,
-                             hdr.pass.cap_free, hdr.pass.start, hdr.pass.cost,
-                             hdr.pass.share_cost);
-            if (hdr.link.pkt.admitted == 0) {
-                drop_queue.count(hdr.link.params.q_index);
-                if (hdr.link.pkt.log == 1) {
-                    hdr.link.pkt.start_us = 0;   // it never gets one
-                    hdr.link.pkt.due_us = 0;
-                    log_event(EVENT_DROP_QUEUE, hdr.pass.now);
-                }
-                mark_to_drop(std);
-                return;
-            }
-            if (hdr.pass.corrupt) {
-                corrupted.count(hdr.link.pkt.dir);
-                hdr.link.pkt.log_flags = hdr.link.pkt.log_flags | EVENT_CORRUPTED;
-            }
-            if (hdr.link.pkt.deferred == 1) {
-                hdr.link.pkt.ahead = 0;   // its delay is drawn when its start is settled
-                hdr.feature.setValid();
-                slot_of_tail.apply();
-                defer_arrival.write(hdr.feature.slot, hdr.pass.now);
-                defer_bytes.write(hdr.feature.slot,
-                                  hdr.pass.l3_len + hdr.link.params.overhead_bytes);
-                defer_share_cost.write(hdr.feature.slot, hdr.pass.share_cost);
-                hdr.link.pkt.ticket = hdr.pass.tail;
-                // Its ticket spreads it over the hold ports until it starts.
-                hdr.link.pkt.seq = hdr.pass.tail;
-                hdr.pass.tail = hdr.pass.tail + 1;
-                defer_tail.write(hdr.link.pkt.dir, hdr.pass.tail);
-            } else {
-                link_free.write(hdr.link.pkt.dir, hdr.pass.free);
-                class_free.write(hdr.link.params.q_index, hdr.pass.cap_free);
-                last_start.write(hdr.link.params.q_index, hdr.link.pkt.start_us);
-                next_seq.read(hdr.pass.seq, hdr.link.pkt.dir);
-                hdr.link.pkt.seq = hdr.pass.seq;
-                if (hdr.link.pkt.ahead == 1) {
-                    sent_ahead.count(hdr.link.pkt.dir);
                 } else {
-                    hdr.pass.seq = hdr.pass.seq + 1;
-                    next_seq.write(hdr.link.pkt.dir, hdr.pass.seq);
-                }
-                if (hdr.link.params.features & FEATURE_SOJOURN_RAMP != 0) {
-                    hdr.feature.setValid();
-                    random(hdr.feature.rand_ramp, 0, 0xffff);
-                    hdr.feature.sojourn = hdr.link.pkt.start_us - hdr.pass.now;
-                    sojourn_ramp.apply(hdr.feature.sojourn, hdr.feature.rand_ramp,
-                                       hdr.link, hdr.feature.ramp_mark);
-                    ecn_capable.apply(hdr.ipv4, hdr.ipv6, hdr.pass.capable, hdr.pass.ect1);
-                    if (hdr.feature.ramp_mark && hdr.pass.ect1) {
-                        ecn_mark.apply(hdr);
-                        ramp_marks.count(hdr.link.params.q_index);
-                        hdr.link.pkt.log_flags = hdr.link.pkt.log_flags | EVENT_MARKED;
+                    if (hdr.pass.corrupt) {
+                        corrupted.count(hdr.link.pkt.dir);
+                        hdr.link.pkt.log_flags = hdr.link.pkt.log_flags | EVENT_CORRUPTED;
+                    }
+                    if (hdr.link.pkt.deferred == 1) {
+                        hdr.link.pkt.ahead = 0;   // its delay is drawn when its start is settled
+                        hdr.feature.setValid();
+                        slot_of_tail.apply();
+                        defer_arrival.write(hdr.feature.slot, hdr.pass.now);
+                        defer_bytes.write(hdr.feature.slot, hdr.feature.bytes);
+                        defer_share_cost.write(hdr.feature.slot, hdr.pass.share_cost);
+                        hdr.link.pkt.ticket = hdr.pass.tail;
+                        // Its ticket spreads it over the hold ports until it starts.
+                        hdr.link.pkt.seq = hdr.pass.tail;
+                        hdr.pass.tail = hdr.pass.tail + 1;
+                        defer_tail.write(hdr.link.pkt.dir, hdr.pass.tail);
+                    } else {
+                        link_free.write(hdr.link.pkt.dir, hdr.pass.free);
+                        class_free.write(hdr.link.params.q_index, hdr.pass.cap_free);
+                        last_start.write(hdr.link.params.q_index, hdr.link.pkt.start_us);
+                        next_seq.read(hdr.pass.seq, hdr.link.pkt.dir);
+                        hdr.link.pkt.seq = hdr.pass.seq;
+                        if (hdr.link.pkt.ahead == 1) {
+                            sent_ahead.count(hdr.link.pkt.dir);
+                        } else {
+                            hdr.pass.seq = hdr.pass.seq + 1;
+                            next_seq.write(hdr.link.pkt.dir, hdr.pass.seq);
+                        }
+                        if (hdr.link.params.features & FEATURE_SOJOURN_RAMP != 0) {
+                            hdr.feature.setValid();
+                            random(hdr.feature.rand_ramp, 0, 0xffff);
+                            hdr.feature.sojourn = hdr.link.pkt.start_us - hdr.pass.now;
+                            sojourn_ramp.apply(hdr.feature.sojourn, hdr.feature.rand_ramp,
+                                               hdr.link, hdr.feature.ramp_mark);
+                            ecn_capable.apply(hdr.ipv4, hdr.ipv6, hdr.pass.capable, hdr.pass.ect1);
+                            if (hdr.feature.ramp_mark && hdr.pass.ect1) {
+                                ecn_mark.apply(hdr);
+                                ramp_marks.count(hdr.link.params.q_index);
+                                hdr.link.pkt.log_flags = hdr.link.pkt.log_flags | EVENT_MARKED;
+                            }
+                        }
+                    }
+                    if (hdr.link.pkt.queued == 1) {
+                        hdr.pass.waiting = hdr.pass.waiting + 1;
+                        queue_pkts.write(hdr.link.params.q_index, hdr.pass.waiting);
+                        hdr.pass.waiting_bytes = hdr.pass.waiting_bytes + hdr.pass.l3_len;
+                        queue_bytes.write(hdr.link.params.q_index, hdr.pass.waiting_bytes);
+                        queue_enter.count(hdr.link.params.q_index);
                     }
                 }
-            }
-            if (hdr.link.pkt.queued == 1) {
-                hdr.pass.waiting = hdr.pass.waiting + 1;
-                queue_pkts.write(hdr.link.params.q_index, hdr.pass.waiting);
-                hdr.pass.waiting_bytes = hdr.pass.waiting_bytes + hdr.pass.l3_len;
-                queue_bytes.write(hdr.link.params.q_index, hdr.pass.waiting_bytes);
-                queue_enter.count(hdr.link.params.q_index);
             }
         } else if (hdr.pass.settles) {
             // Its start was settled: take it, with its place in link order.
@@ -462,93 +464,96 @@ control LinkPass(inout headers_t hdr, inout metadata_t meta,
             hdr.link.pkt.deferred = 0;
         }
 
-        router_queue_leave.apply(hdr.pass.now, hdr.link, hdr.pass.left);
-        if (hdr.pass.left) {
-            queue_pkts.read(hdr.pass.waiting, hdr.link.params.q_index);
-            hdr.pass.waiting = hdr.pass.waiting - 1;
-            queue_pkts.write(hdr.link.params.q_index, hdr.pass.waiting);
-            queue_bytes.read(hdr.pass.waiting_bytes, hdr.link.params.q_index);
-            hdr.pass.waiting_bytes = hdr.pass.waiting_bytes - hdr.pass.l3_len;
-            queue_bytes.write(hdr.link.params.q_index, hdr.pass.waiting_bytes);
-            if (hdr.pass.fresh) {
-                hdr.pass.queue_cell = hdr.link.params.q_index;
-            } else {
-                hdr.pass.queue_cell = hdr.link.params.q_index + NUM_QUEUES;
+        // A refused packet (admitted 0) is gone; the rest is the link's.
+        if (hdr.link.pkt.admitted == 1) {
+            router_queue_leave.apply(hdr.pass.now, hdr.link, hdr.pass.left);
+            if (hdr.pass.left) {
+                queue_pkts.read(hdr.pass.waiting, hdr.link.params.q_index);
+                hdr.pass.waiting = hdr.pass.waiting - 1;
+                queue_pkts.write(hdr.link.params.q_index, hdr.pass.waiting);
+                queue_bytes.read(hdr.pass.waiting_bytes, hdr.link.params.q_index);
+                hdr.pass.waiting_bytes = hdr.pass.waiting_bytes - hdr.pass.l3_len;
+                queue_bytes.write(hdr.link.params.q_index, hdr.pass.waiting_bytes);
+                if (std.instance_type != INSTANCE_TYPE_RECIRC) {
+                    hdr.pass.queue_cell = hdr.link.params.q_index;
+                } else {
+                    hdr.pass.queue_cell = hdr.link.params.q_index + NUM_QUEUES;
+                }
+                queue_leave.count(hdr.pass.queue_cell);
             }
-            queue_leave.count(hdr.pass.queue_cell);
-        }
 
-        retx_busy_until.read(hdr.pass.busy_until, hdr.link.pkt.dir);
-        if (hdr.link.pkt.link_done == 0 && hdr.pass.now >= hdr.link.pkt.attempt_us) {
-            random(hdr.pass.rand, 0, 0xffff);
-            link_errors.apply(hdr.pass.rand, hdr.link, hdr.pass.outcome);
-            if (hdr.pass.outcome == DRAW_RETRANSMIT) {
-                retransmissions.count(hdr.link.pkt.dir);
-                if (hdr.link.pkt.retx == 1) {
-                    arq_delayed.count(hdr.link.pkt.dir);
-                }
-                if (hdr.link.pkt.due_us > hdr.pass.busy_until) {
-                    retx_busy_until.write(hdr.link.pkt.dir, hdr.link.pkt.due_us);
+            retx_busy_until.read(hdr.pass.busy_until, hdr.link.pkt.dir);
+            if (hdr.link.pkt.link_done == 0 && hdr.pass.now >= hdr.link.pkt.attempt_us) {
+                random(hdr.pass.rand, 0, 0xffff);
+                link_errors.apply(hdr.pass.rand, hdr.link, hdr.pass.outcome);
+                if (hdr.pass.outcome == DRAW_RETRANSMIT) {
+                    retransmissions.count(hdr.link.pkt.dir);
+                    if (hdr.link.pkt.retx == 1) {
+                        arq_delayed.count(hdr.link.pkt.dir);
+                    }
+                    if (hdr.link.pkt.due_us > hdr.pass.busy_until) {
+                        retx_busy_until.write(hdr.link.pkt.dir, hdr.link.pkt.due_us);
+                    }
                 }
             }
-        }
 
-        next_release.read(hdr.pass.next, hdr.link.pkt.dir);
-        release.apply(hdr.pass.now, hdr.pass.next, hdr.link, hdr.pass.new_next, hdr.pass.skipped,
-                      hdr.pass.blocked);
-        next_release.write(hdr.link.pkt.dir, hdr.pass.new_next);
-        if (hdr.pass.skipped) {
-            release_skips.count(hdr.link.pkt.dir);
-        }
-        if (hdr.pass.blocked && hdr.link.pkt.hol == 0 &&
-            hdr.link.pkt.due_us < hdr.pass.busy_until) {
-            held_behind.count(hdr.link.pkt.dir);
-            hdr.link.pkt.hol = 1;
-        }
+            next_release.read(hdr.pass.next, hdr.link.pkt.dir);
+            release.apply(hdr.pass.now, hdr.pass.next, hdr.link, hdr.pass.new_next, hdr.pass.skipped,
+                          hdr.pass.blocked);
+            next_release.write(hdr.link.pkt.dir, hdr.pass.new_next);
+            if (hdr.pass.skipped) {
+                release_skips.count(hdr.link.pkt.dir);
+            }
+            if (hdr.pass.blocked && hdr.link.pkt.hol == 0 &&
+                hdr.link.pkt.due_us < hdr.pass.busy_until) {
+                held_behind.count(hdr.link.pkt.dir);
+                hdr.link.pkt.hol = 1;
+            }
 
-        if (hdr.link.pkt.released == 1 && hdr.link.pkt.log == 1) {
-            log_clock.read(hdr.pass.clock, 0);
-            if (hdr.pass.clock < hdr.pass.now) {
-                hdr.pass.clock = hdr.pass.now;
-            }
-            if (hdr.link.pkt.lost == 1) {
-                log_event(EVENT_DROP_LINK_ERROR, hdr.pass.clock);
-            } else {
-                log_event(EVENT_RELEASED, hdr.pass.clock);
-            }
-        }
-        if (hdr.link.pkt.released == 1 && hdr.link.pkt.lost == 1) {
-            drop_link_error.count(hdr.pass.dir_cell);
-            mark_to_drop(std);
-        } else if (hdr.link.pkt.released == 0) {
-            std.egress_spec = hold_port(hdr.link.pkt.seq);
-            // Sleep until the next event: serialization starts, an error draw,
-            // the due instant (never, for a deferred packet: see the fast
-            // path), or for a packet waiting for its turn in release order,
-            // the instant it gives up waiting.
-            if (hdr.pass.blocked) {
-                hdr.link.pkt.turn = 1;
-                hdr.link.pkt.wake_us = hdr.link.pkt.due_us + hdr.link.params.stall_us;
-            } else {
-                hdr.link.pkt.turn = 0;
-                hdr.link.pkt.wake_us = hdr.link.pkt.due_us;
-                if (hdr.link.pkt.link_done == 0 &&
-                    hdr.link.pkt.attempt_us < hdr.link.pkt.wake_us) {
-                    hdr.link.pkt.wake_us = hdr.link.pkt.attempt_us;
+            if (hdr.link.pkt.released == 1 && hdr.link.pkt.log == 1) {
+                log_clock.read(hdr.pass.clock, 0);
+                if (hdr.pass.clock < hdr.pass.now) {
+                    hdr.pass.clock = hdr.pass.now;
                 }
-                if (hdr.link.pkt.queued == 1 && hdr.link.pkt.start_us < hdr.link.pkt.wake_us) {
-                    hdr.link.pkt.wake_us = hdr.link.pkt.start_us;
+                if (hdr.link.pkt.lost == 1) {
+                    log_event(EVENT_DROP_LINK_ERROR, hdr.pass.clock);
+                } else {
+                    log_event(EVENT_RELEASED, hdr.pass.clock);
                 }
             }
-        } else if (hdr.link.pkt.out_port != 0) {
-            if (hdr.link.pkt.dup == 1) {
-                duplicated.count(hdr.link.pkt.dir);
-                std.mcast_grp = DUP_GROUP_BASE + (bit<16>) hdr.link.pkt.out_port;
+            if (hdr.link.pkt.released == 1 && hdr.link.pkt.lost == 1) {
+                drop_link_error.count(hdr.pass.dir_cell);
+                mark_to_drop(std);
+            } else if (hdr.link.pkt.released == 0) {
+                std.egress_spec = hold_port(hdr.link.pkt.seq);
+                // Sleep until the next event: serialization starts, an error draw,
+                // the due instant (never, for a deferred packet: see the fast
+                // path), or for a packet waiting for its turn in release order,
+                // the instant it gives up waiting.
+                if (hdr.pass.blocked) {
+                    hdr.link.pkt.turn = 1;
+                    hdr.link.pkt.wake_us = hdr.link.pkt.due_us + hdr.link.params.stall_us;
+                } else {
+                    hdr.link.pkt.turn = 0;
+                    hdr.link.pkt.wake_us = hdr.link.pkt.due_us;
+                    if (hdr.link.pkt.link_done == 0 &&
+                        hdr.link.pkt.attempt_us < hdr.link.pkt.wake_us) {
+                        hdr.link.pkt.wake_us = hdr.link.pkt.attempt_us;
+                    }
+                    if (hdr.link.pkt.queued == 1 && hdr.link.pkt.start_us < hdr.link.pkt.wake_us) {
+                        hdr.link.pkt.wake_us = hdr.link.pkt.start_us;
+                    }
+                }
+            } else if (hdr.link.pkt.out_port != 0) {
+                if (hdr.link.pkt.dup == 1) {
+                    duplicated.count(hdr.link.pkt.dir);
+                    std.mcast_grp = DUP_GROUP_BASE + (bit<16>) hdr.link.pkt.out_port;
+                } else {
+                    std.egress_spec = hdr.link.pkt.out_port;
+                }
             } else {
-                std.egress_spec = hdr.link.pkt.out_port;
+                std.mcast_grp = hdr.link.pkt.flood_grp;
             }
-        } else {
-            std.mcast_grp = hdr.link.pkt.flood_grp;
         }
     }
 }
@@ -590,7 +595,7 @@ control LinkemuIngress(inout headers_t hdr, inout metadata_t meta,
             // call, and P4Runtime configures only one list of a digest's name;
             // another keeps BMv2's defaults and holds its events back for up to
             // 16 samples or a second.
-            if (meta.report == 1) {
+            if (hdr.feature.isValid() && hdr.feature.report) {
                 digest<event_digest_t>(1, {hdr.feature.event.dir ++ hdr.feature.event.outcome ++
                                            hdr.feature.event.seq ++ hdr.feature.event.length ++
                                            hdr.feature.event.arrival_us ++

@@ -22,30 +22,33 @@
 
 // link_free and class_free come in as the registers hold them and leave as
 // they are to be written back (inout: p4c copies an in argument that is also
-// passed as an out one, into a metadata field of its own).
+// passed as an out one, into a metadata field of its own). start_us is the
+// start in whole microseconds, for the queue's last start.
 control BestEffortStart(in time_us_t now_us, in link_params_h params,
                         inout time_q_t link_free, inout time_q_t class_free,
                         in time_us_t arrival_us, in bit<32> bytes, in time_q_t share_cost,
-                        out bool settled, out time_q_t start, out time_q_t cost) {
-    apply {
+                        out bool settled, out time_q_t start, out time_us_t start_us,
+                        out time_q_t cost) {
+
+    // In an action, where ?: stays an expression and p4c does not carry a
+    // result into the register write that stores it through a metadata
+    // temporary (see headers.p4).
+    action offer() {
         time_q_t now_q = ((time_q_t) now_us) << TIME_FRAC_BITS;
         time_q_t arrival_q = ((time_q_t) arrival_us) << TIME_FRAC_BITS;
+        time_q_t free = link_free > class_free ? link_free : class_free;
+        start = arrival_q > free ? arrival_q : free;
+        start_us = (time_us_t) (start >> TIME_FRAC_BITS);
         cost = (time_q_t) bytes * (time_q_t) params.byte_cost_q;
-        // Assignments under conditions, not ?: (see headers.p4).
-        start = link_free;
-        if (class_free > start) {
-            start = class_free;
-        }
-        if (arrival_q > start) {
-            start = arrival_q;
-        }
         settled = params.down == 0 && start <= now_q;
-        if (settled) {
-            link_free = start + cost;
-            class_free = start + share_cost;
-        } else if (params.down == 1 && link_free < now_q) {
-            link_free = now_q;
-        }
+        class_free = settled ? start + share_cost : class_free;
+        link_free = settled ? start + cost : link_free;
+        // During an outage (never settled) the link's time passes unused.
+        link_free = params.down == 1 && link_free < now_q ? now_q : link_free;
+    }
+
+    apply {
+        offer();
     }
 }
 

@@ -42,19 +42,21 @@ control LinkClock(in time_us_t arrival_us, in bit<32> l3_len, in bool behind,
                   out time_q_t start, out time_q_t cost, out time_q_t share_cost) {
     SetTimes() set_times;
 
-    apply {
+    // The start and the costs in an action, where ?: stays an expression
+    // and p4c does not carry a result into the register write that stores
+    // it through a metadata temporary (see headers.p4).
+    action costs() {
         time_q_t now_q = ((time_q_t) arrival_us) << TIME_FRAC_BITS;
-        // Plain assignments under conditions, not ?: (see headers.p4).
-        start = now_q;
-        if (link_free > start) {
-            start = link_free;
-        }
-        if (class_free > start) {
-            start = class_free;
-        }
+        time_q_t free = link_free > class_free ? link_free : class_free;
+        start = free > now_q ? free : now_q;
         time_q_t bytes = (time_q_t) (l3_len + m.params.overhead_bytes);
         cost = bytes * (time_q_t) m.params.byte_cost_q;
         share_cost = bytes * (time_q_t) m.queue.share_cost_q;
+    }
+
+    apply {
+        costs();
+        time_q_t now_q = ((time_q_t) arrival_us) << TIME_FRAC_BITS;
 
         // Deferred packets ahead of it in its class keep it behind them.
         bool defer = m.queue.deferred == 1 && (behind || start > now_q || m.params.down == 1);
@@ -62,9 +64,8 @@ control LinkClock(in time_us_t arrival_us, in bit<32> l3_len, in bool behind,
         bool full = queue_pkts >= m.queue.queue_limit ||
                     (m.queue.queue_bytes_limit != 0 &&
                      queue_bytes + l3_len > m.queue.queue_bytes_limit);
+        // queued and deferred come in 0 (an arriving packet's state is zeroed).
         m.pkt.admitted = 1;
-        m.pkt.queued = 0;
-        m.pkt.deferred = 0;
         if (waits) {
             m.pkt.queued = 1;
             if (full) {

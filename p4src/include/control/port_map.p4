@@ -1,11 +1,12 @@
 // Which way a frame crosses the link, and where it leaves on the far side.
+// A frame it does not know (an unknown port or far-side destination) keeps
+// neither a port nor a group: the link state comes in zeroed.
 #ifndef LINKEMU_PORT_MAP_P4
 #define LINKEMU_PORT_MAP_P4
 
 #include "../headers.p4"
 
-control PortMap(in bit<9> ingress_port, in ethernet_h ethernet, inout link_meta_t m,
-                out bool known) {
+control PortMap(in bit<9> ingress_port, in ethernet_h ethernet, inout link_meta_t m) {
 
     action set_direction(direction_t dir) {
         m.pkt.dir = dir;
@@ -22,11 +23,9 @@ control PortMap(in bit<9> ingress_port, in ethernet_h ethernet, inout link_meta_
 
     action to_port(bit<9> port) {
         m.pkt.out_port = port;
-        m.pkt.flood_grp = 0;
     }
 
     action flood(bit<16> group) {
-        m.pkt.out_port = 0;
         m.pkt.flood_grp = group;
     }
 
@@ -43,9 +42,8 @@ control PortMap(in bit<9> ingress_port, in ethernet_h ethernet, inout link_meta_
     }
 
     apply {
-        known = false;
         if (port_map.apply().hit) {
-            known = forward.apply().hit;
+            forward.apply();
         }
     }
 }
