@@ -37,15 +37,13 @@ header ipv6_h {
     bit<128> dst_addr;
 }
 
-// The first four bytes of TCP and UDP: enough to classify by port.
-header l4_ports_h {
+// The first eight bytes of TCP and UDP: the ports, to classify by, and the
+// next word (TCP's sequence number, UDP's length and checksum), where
+// PacketFaults flips a bit. One header: BMv2 marks every header invalid at
+// the end of every pass of every packet, held ones included.
+header l4_h {
     bit<16> src_port;
     bit<16> dst_port;
-}
-
-// The next four bytes (TCP's sequence number, UDP's length and checksum):
-// where PacketFaults flips a bit.
-header l4_word_h {
     bit<32> word;
 }
 
@@ -62,10 +60,11 @@ header link_params_h {
     bit<8>    max_retx;        // ARQ: retransmissions before the frame is lost
     features_t features;       // FEATURE_* in use
     bit<1>    down;            // an outage: nothing starts serialization
-    // Set by the table's action: a value computed in the control would be
-    // copied into a temporary of its own at every register access.
-    bit<32>   be_index;        // the direction's best-effort queue
-    bit<32>   q_index;         // the packet's own queue: direction x 2 + class
+    // The packet's own queue (direction x 2 + class), for the passes that
+    // use it: set by a table's action (queue_params on arrival), since a
+    // value computed in the control would be copied into a temporary of its
+    // own at every register access.
+    bit<32>   q_index;
     bit<7>    pad;             // BMv2 wants a header of whole bytes
 }
 
@@ -168,6 +167,23 @@ struct red_state_t {
     bit<32> target;   // R x 65536
 }
 
+// The classification's key (TrafficClass).
+struct class_key_t {
+    bit<16> src_port;
+    bit<16> dst_port;
+    bit<8>  protocol;
+    bit<6>  dscp;
+    bit<1>  is_ip;
+}
+
+// RED's parameters for one arrival (Red).
+struct red_work_t {
+    bit<64> weight;       // w x 2^24
+    bit<64> factor;       // decay, Q.16
+    bit<32> p_b;          // Q.16
+    bit<1>  bytes_mode;
+}
+
 // Working values live in headers, not in locals or metadata: BMv2 resets
 // every metadata field, locals included, on every pass of the hold loop; a
 // header's fields only when it is made valid, which only the code that uses
@@ -175,12 +191,15 @@ struct red_state_t {
 // control whose table's action can draw or compute its result keeps no
 // working values: it does so in the action, with the action's parameters in
 // place (a ?: inside an action stays one expression; in a control's body p4c
-// makes it a condition and a temporary). The others keep theirs in a header
-// of their own (*_work_h), one more header for BMv2 to mark invalid at the
-// end of every pass of every packet (about 750 instructions). pass_h holds
-// the v1model glue's for one full pass of a packet, made valid by that pass
-// only: the fast path's passes never pay for them. Never emitted (BMv2 still
-// adds its bytes to egress's packet_length, which nothing reads there).
+// makes it a condition and a temporary, and p4c carries a value computed
+// there into a register write that stores it through a metadata temporary).
+// The others (TrafficClass, Red) take theirs as a struct in the glue's
+// feature_pass_h, not in a header of their own: BMv2 marks every header
+// invalid at the end of every pass of every packet (about 750 instructions
+// a header). pass_h holds the v1model glue's for one full pass of a packet,
+// made valid by that pass only: the fast path's passes never pay for them.
+// Never emitted (BMv2 still adds its bytes to egress's packet_length, which
+// nothing reads there).
 header pass_h {
     time_us_t  now;
     bit<32>    head;
@@ -196,12 +215,6 @@ header pass_h {
     bit<32>    l3_len;
     bit<32>    waiting;
     bit<32>    waiting_bytes;
-    time_us_t  empty_since;
-    bit<2>     verdict;
-    bool       use_ecn;
-    bool       capable;   // ECN-capable transport
-    bool       ect1;
-    bool       corrupt;
     bool       left;
     time_us_t  busy_until;
     bit<16>    rand;
@@ -210,10 +223,12 @@ header pass_h {
     seq_t      new_next;
     bool       skipped;
     bool       blocked;
-    time_us_t  clock;     // the event log's "now" (log_clock)
+    // The event log's "now" (log_clock): here, since log_event makes
+    // feature_pass_h valid and p4c would copy an argument from it.
+    time_us_t  clock;
     bit<32>    dir_cell;    // HELD_CELLS (linkemu.p4)
     bit<32>    queue_cell;
-    bit<3>     pad;       // BMv2 wants a header of whole bytes
+    bit<1>     pad;       // BMv2 wants a header of whole bytes
 }
 
 // The glue's working values of what a profile may leave out (the FEATURE_*
@@ -221,6 +236,7 @@ header pass_h {
 // that uses one, so a plain link's full passes do not reset them.
 header feature_pass_h {
     bit<32>    slot;      // a deferred packet's place in its ring (defer_slot)
+    bit<32>    be_index;  // its direction's best-effort queue (same reason)
     time_us_t  arrival;
     bit<32>    bytes;
     bool       settled;
@@ -232,10 +248,18 @@ header feature_pass_h {
     bit<1>     new_bad;
     bit<16>    rand_move;
     bit<16>    rand_loss;
+    time_us_t  empty_since;
     time_us_t  idle;      // since the queue was last empty: RED's key, a
                           // field, or p4c gives it a temporary
     bit<16>    rand_aqm;
     red_state_t aqm;
+    red_work_t red;
+    class_key_t class_key;
+    bit<2>     verdict;
+    bool       use_ecn;
+    bool       capable;   // ECN-capable transport
+    bool       ect1;
+    bool       corrupt;
     bit<16>    rand_reorder;
     bit<16>    rand_duplicate;
     bit<16>    rand_corrupt;
@@ -245,7 +269,7 @@ header feature_pass_h {
     bool       ramp_mark;
     event_t    event;
     bool       report;    // this pass ends with event in the event log
-    bit<4>     pad;       // whole bytes
+    bit<6>     pad;       // whole bytes
 }
 
 // The switch's clock when a controller's probe entered (P4Runtime packet-in
@@ -260,8 +284,7 @@ struct headers_t {
     ethernet_h ethernet;
     ipv4_h     ipv4;
     ipv6_h     ipv6;
-    l4_ports_h l4;
-    l4_word_h  l4_word;
+    l4_h       l4;
     pass_h     pass;
     feature_pass_h feature;
     link_meta_t link;

@@ -118,7 +118,6 @@ parser LinkemuParser(packet_in pkt, out headers_t hdr, inout metadata_t meta,
     }
     state parse_l4 {
         pkt.extract(hdr.l4);
-        pkt.extract(hdr.l4_word);
         transition accept;
     }
 }
@@ -195,7 +194,10 @@ control LinkPass(inout headers_t hdr, inout metadata_t meta,
     // control into a temporary of its own at every access, and each is one
     // more metadata field for BMv2 to reset on every pass. A packet entering
     // the ring takes its link bytes there too, for the same reason.
-    action head_slot() { hdr.feature.slot = defer_slot(hdr.link.pkt.dir, hdr.pass.head); }
+    action head_slot() {
+        hdr.feature.slot = defer_slot(hdr.link.pkt.dir, hdr.pass.head);
+        hdr.feature.be_index = queue_index(hdr.link.pkt.dir, CLASS_BEST_EFFORT);
+    }
     action tail_slot() {
         hdr.feature.slot = defer_slot(hdr.link.pkt.dir, hdr.pass.tail);
         hdr.feature.bytes = hdr.pass.l3_len + hdr.link.params.overhead_bytes;
@@ -204,6 +206,15 @@ control LinkPass(inout headers_t hdr, inout metadata_t meta,
     table slot_of_head { actions = { head_slot; } const default_action = head_slot(); }
     table slot_of_tail { actions = { tail_slot; } const default_action = tail_slot(); }
     table slot_of_ticket { actions = { ticket_slot; } const default_action = ticket_slot(); }
+
+    // A packet leaves the router queue on a later pass than its arrival
+    // (its start lies ahead when it queues): its queue, and its counter
+    // cell (HELD_CELLS), set by a table's action for the same reason.
+    action held_queue() {
+        hdr.link.params.q_index = queue_index(hdr.link.pkt.dir, hdr.link.pkt.cls);
+        hdr.pass.queue_cell = hdr.link.params.q_index + NUM_QUEUES;
+    }
+    table queue_of_held { actions = { held_queue; } const default_action = held_queue(); }
 
     // The packet's one event, when its direction logs: LinkemuIngress
     // reports it after the pass.
@@ -265,45 +276,45 @@ control LinkPass(inout headers_t hdr, inout metadata_t meta,
         // A deferred packet left over from a profile without deferral
         // settles itself on its own passes.
         // (Features are tested in place: p4c gives a function's result in a
-        // condition a temporary of its own. head and tail are 0 unless read:
-        // BMv2 zeroes a header made valid.)
+        // condition a temporary of its own. head, tail and settles are 0
+        // unless set here: BMv2 zeroes a header made valid.)
         if (hdr.link.params.features & FEATURE_DEFERRED != 0 || hdr.link.pkt.deferred == 1) {
             defer_head.read(hdr.pass.head, hdr.link.pkt.dir);
             defer_tail.read(hdr.pass.tail, hdr.link.pkt.dir);
-        }
-        if (hdr.pass.head != hdr.pass.tail) {
-            hdr.feature.setValid();
-            slot_of_head.apply();
-            defer_arrival.read(hdr.feature.arrival, hdr.feature.slot);
-            defer_bytes.read(hdr.feature.bytes, hdr.feature.slot);
-            defer_share_cost.read(hdr.pass.share_cost, hdr.feature.slot);
-            link_free.read(hdr.pass.free, hdr.link.pkt.dir);
-            class_free.read(hdr.pass.cap_free, hdr.link.params.be_index);
-            best_effort_start.apply(hdr.pass.now, hdr.link.params, hdr.pass.free,
-                                    hdr.pass.cap_free, hdr.feature.arrival, hdr.feature.bytes,
-                                    hdr.pass.share_cost, hdr.feature.settled, hdr.feature.start,
-                                    hdr.feature.start_us, hdr.pass.cost);
-            if (hdr.link.params.down == 1) {
-                link_free.write(hdr.link.pkt.dir, hdr.pass.free);
-            } else if (hdr.feature.settled) {
-                next_seq.read(hdr.pass.seq, hdr.link.pkt.dir);
-                defer_seq.write(hdr.feature.slot, hdr.pass.seq);
-                hdr.pass.seq = hdr.pass.seq + 1;
-                next_seq.write(hdr.link.pkt.dir, hdr.pass.seq);
-                defer_start.write(hdr.feature.slot, hdr.feature.start);
-                defer_cost.write(hdr.feature.slot, hdr.pass.cost);
-                link_free.write(hdr.link.pkt.dir, hdr.pass.free);
-                class_free.write(hdr.link.params.be_index, hdr.pass.cap_free);
-                last_start.write(hdr.link.params.be_index, hdr.feature.start_us);
-                hdr.pass.head = hdr.pass.head + 1;
-                defer_head.write(hdr.link.pkt.dir, hdr.pass.head);
+            if (hdr.pass.head != hdr.pass.tail) {
+                hdr.feature.setValid();
+                slot_of_head.apply();
+                defer_arrival.read(hdr.feature.arrival, hdr.feature.slot);
+                defer_bytes.read(hdr.feature.bytes, hdr.feature.slot);
+                defer_share_cost.read(hdr.pass.share_cost, hdr.feature.slot);
+                link_free.read(hdr.pass.free, hdr.link.pkt.dir);
+                class_free.read(hdr.pass.cap_free, hdr.feature.be_index);
+                best_effort_start.apply(hdr.pass.now, hdr.link.params, hdr.pass.free,
+                                        hdr.pass.cap_free, hdr.feature.arrival, hdr.feature.bytes,
+                                        hdr.pass.share_cost, hdr.feature.settled, hdr.feature.start,
+                                        hdr.feature.start_us, hdr.pass.cost);
+                if (hdr.link.params.down == 1) {
+                    link_free.write(hdr.link.pkt.dir, hdr.pass.free);
+                } else if (hdr.feature.settled) {
+                    next_seq.read(hdr.pass.seq, hdr.link.pkt.dir);
+                    defer_seq.write(hdr.feature.slot, hdr.pass.seq);
+                    hdr.pass.seq = hdr.pass.seq + 1;
+                    next_seq.write(hdr.link.pkt.dir, hdr.pass.seq);
+                    defer_start.write(hdr.feature.slot, hdr.feature.start);
+                    defer_cost.write(hdr.feature.slot, hdr.pass.cost);
+                    link_free.write(hdr.link.pkt.dir, hdr.pass.free);
+                    class_free.write(hdr.feature.be_index, hdr.pass.cap_free);
+                    last_start.write(hdr.feature.be_index, hdr.feature.start_us);
+                    hdr.pass.head = hdr.pass.head + 1;
+                    defer_head.write(hdr.link.pkt.dir, hdr.pass.head);
+                }
             }
+            hdr.pass.settles = hdr.link.pkt.deferred == 1 &&
+                               (int<32>) (hdr.link.pkt.ticket - hdr.pass.head) < 0;
         }
 
         // This packet's own delay, drawn where its instants are set: on
         // arrival, or when a deferred packet's start is settled.
-        hdr.pass.settles = hdr.link.pkt.deferred == 1 &&
-                           (int<32>) (hdr.link.pkt.ticket - hdr.pass.head) < 0;
         if ((std.instance_type != INSTANCE_TYPE_RECIRC || hdr.pass.settles) &&
             hdr.link.params.features & FEATURE_DELAY_VARIATION != 0) {
             hdr.feature.setValid();
@@ -339,32 +350,35 @@ control LinkPass(inout headers_t hdr, inout metadata_t meta,
             // A packet refused on its way to the link ends its pass here
             // (and admitted stays 0, which skips the rest of the pass).
             if (!hdr.pass.refused) {
-                traffic_class.apply(hdr.ipv4, hdr.ipv6, hdr.l4, hdr.link);
+                if (hdr.link.params.features & FEATURE_PRIORITY != 0) {
+                    hdr.feature.setValid();   // the classification's key
+                }
+                traffic_class.apply(hdr.ipv4, hdr.ipv6, hdr.l4, hdr.link, hdr.feature.class_key);
                 queue_pkts.read(hdr.pass.waiting, hdr.link.params.q_index);
                 queue_bytes.read(hdr.pass.waiting_bytes, hdr.link.params.q_index);
-                last_start.read(hdr.pass.empty_since, hdr.link.params.q_index);
 
                 if (hdr.link.queue.aqm == 1) {
                     hdr.feature.setValid();
+                    last_start.read(hdr.feature.empty_since, hdr.link.params.q_index);
                     red_avg.read(hdr.feature.aqm.avg, hdr.link.params.q_index);
                     red_count.read(hdr.feature.aqm.count, hdr.link.params.q_index);
                     red_target.read(hdr.feature.aqm.target, hdr.link.params.q_index);
                     random(hdr.feature.rand_aqm, 0, 0xffff);
-                    hdr.feature.idle = hdr.pass.now - hdr.pass.empty_since;
+                    hdr.feature.idle = hdr.pass.now - hdr.feature.empty_since;
                     red.apply(hdr.pass.waiting, hdr.pass.waiting_bytes,
                               hdr.feature.idle, hdr.feature.rand_aqm, hdr.link,
-                              hdr.feature.aqm, hdr.pass.verdict, hdr.pass.use_ecn);
+                              hdr.feature.aqm, hdr.feature.red, hdr.feature.verdict, hdr.feature.use_ecn);
                     red_avg.write(hdr.link.params.q_index, hdr.feature.aqm.avg);
                     red_count.write(hdr.link.params.q_index, hdr.feature.aqm.count);
                     red_target.write(hdr.link.params.q_index, hdr.feature.aqm.target);
-                    ecn_capable.apply(hdr.ipv4, hdr.ipv6, hdr.pass.capable, hdr.pass.ect1);
-                    if (hdr.pass.verdict == AQM_SIGNAL && hdr.pass.use_ecn && hdr.pass.capable) {
+                    ecn_capable.apply(hdr.ipv4, hdr.ipv6, hdr.feature.capable, hdr.feature.ect1);
+                    if (hdr.feature.verdict == AQM_SIGNAL && hdr.feature.use_ecn && hdr.feature.capable) {
                         ecn_mark.apply(hdr);
                         ecn_marks.count(hdr.link.params.q_index);
                         hdr.link.pkt.log_flags = hdr.link.pkt.log_flags | EVENT_MARKED;
-                    } else if (hdr.pass.verdict != AQM_PASS) {
+                    } else if (hdr.feature.verdict != AQM_PASS) {
                         drop_aqm.count(hdr.link.params.q_index);
-                        if (hdr.pass.capable) {
+                        if (hdr.feature.capable) {
                             drop_aqm_ect.count(hdr.link.params.q_index);
                         }
                         if (hdr.link.pkt.log == 1) {
@@ -383,8 +397,8 @@ control LinkPass(inout headers_t hdr, inout metadata_t meta,
                     random(hdr.feature.rand_corrupt, 0, 0xffff);
                     random(hdr.feature.flip_bit, 0, 31);
                     packet_faults.apply(hdr.feature.rand_reorder, hdr.feature.rand_duplicate,
-                                        hdr.feature.rand_corrupt, hdr.feature.flip_bit, hdr.l4_word,
-                                        hdr.link, hdr.pass.corrupt);
+                                        hdr.feature.rand_corrupt, hdr.feature.flip_bit, hdr.l4,
+                                        hdr.link, hdr.feature.corrupt);
                 }
 
                 link_free.read(hdr.pass.free, hdr.link.pkt.dir);
@@ -402,7 +416,8 @@ control LinkPass(inout headers_t hdr, inout metadata_t meta,
                     }
                     mark_to_drop(std);
                 } else {
-                    if (hdr.pass.corrupt) {
+                    if (hdr.link.params.features & FEATURE_PACKET_FAULTS != 0 &&
+                        hdr.feature.corrupt) {
                         corrupted.count(hdr.link.pkt.dir);
                         hdr.link.pkt.log_flags = hdr.link.pkt.log_flags | EVENT_CORRUPTED;
                     }
@@ -436,8 +451,8 @@ control LinkPass(inout headers_t hdr, inout metadata_t meta,
                             hdr.feature.sojourn = hdr.link.pkt.start_us - hdr.pass.now;
                             sojourn_ramp.apply(hdr.feature.sojourn, hdr.feature.rand_ramp,
                                                hdr.link, hdr.feature.ramp_mark);
-                            ecn_capable.apply(hdr.ipv4, hdr.ipv6, hdr.pass.capable, hdr.pass.ect1);
-                            if (hdr.feature.ramp_mark && hdr.pass.ect1) {
+                            ecn_capable.apply(hdr.ipv4, hdr.ipv6, hdr.feature.capable, hdr.feature.ect1);
+                            if (hdr.feature.ramp_mark && hdr.feature.ect1) {
                                 ecn_mark.apply(hdr);
                                 ramp_marks.count(hdr.link.params.q_index);
                                 hdr.link.pkt.log_flags = hdr.link.pkt.log_flags | EVENT_MARKED;
@@ -468,21 +483,18 @@ control LinkPass(inout headers_t hdr, inout metadata_t meta,
         if (hdr.link.pkt.admitted == 1) {
             router_queue_leave.apply(hdr.pass.now, hdr.link, hdr.pass.left);
             if (hdr.pass.left) {
+                queue_of_held.apply();
                 queue_pkts.read(hdr.pass.waiting, hdr.link.params.q_index);
                 hdr.pass.waiting = hdr.pass.waiting - 1;
                 queue_pkts.write(hdr.link.params.q_index, hdr.pass.waiting);
                 queue_bytes.read(hdr.pass.waiting_bytes, hdr.link.params.q_index);
                 hdr.pass.waiting_bytes = hdr.pass.waiting_bytes - hdr.pass.l3_len;
                 queue_bytes.write(hdr.link.params.q_index, hdr.pass.waiting_bytes);
-                if (std.instance_type != INSTANCE_TYPE_RECIRC) {
-                    hdr.pass.queue_cell = hdr.link.params.q_index;
-                } else {
-                    hdr.pass.queue_cell = hdr.link.params.q_index + NUM_QUEUES;
-                }
                 queue_leave.count(hdr.pass.queue_cell);
             }
 
-            retx_busy_until.read(hdr.pass.busy_until, hdr.link.pkt.dir);
+            // The last ARQ due so far is read where it is compared: most
+            // passes need none.
             if (hdr.link.pkt.link_done == 0 && hdr.pass.now >= hdr.link.pkt.attempt_us) {
                 random(hdr.pass.rand, 0, 0xffff);
                 link_errors.apply(hdr.pass.rand, hdr.link, hdr.pass.outcome);
@@ -491,6 +503,7 @@ control LinkPass(inout headers_t hdr, inout metadata_t meta,
                     if (hdr.link.pkt.retx == 1) {
                         arq_delayed.count(hdr.link.pkt.dir);
                     }
+                    retx_busy_until.read(hdr.pass.busy_until, hdr.link.pkt.dir);
                     if (hdr.link.pkt.due_us > hdr.pass.busy_until) {
                         retx_busy_until.write(hdr.link.pkt.dir, hdr.link.pkt.due_us);
                     }
@@ -504,10 +517,12 @@ control LinkPass(inout headers_t hdr, inout metadata_t meta,
             if (hdr.pass.skipped) {
                 release_skips.count(hdr.link.pkt.dir);
             }
-            if (hdr.pass.blocked && hdr.link.pkt.hol == 0 &&
-                hdr.link.pkt.due_us < hdr.pass.busy_until) {
-                held_behind.count(hdr.link.pkt.dir);
-                hdr.link.pkt.hol = 1;
+            if (hdr.pass.blocked && hdr.link.pkt.hol == 0) {
+                retx_busy_until.read(hdr.pass.busy_until, hdr.link.pkt.dir);
+                if (hdr.link.pkt.due_us < hdr.pass.busy_until) {
+                    held_behind.count(hdr.link.pkt.dir);
+                    hdr.link.pkt.hol = 1;
+                }
             }
 
             if (hdr.link.pkt.released == 1 && hdr.link.pkt.log == 1) {
@@ -636,7 +651,6 @@ control LinkemuDeparser(packet_out pkt, in headers_t hdr) {
         pkt.emit(hdr.ipv4);
         pkt.emit(hdr.ipv6);
         pkt.emit(hdr.l4);
-        pkt.emit(hdr.l4_word);
     }
 }
 

@@ -6,12 +6,6 @@
 
 control LinkParams(inout link_meta_t m) {
 
-    // The register indices of the direction's queues (see link_params_h).
-    action set_indices() {
-        m.params.be_index = queue_index(m.pkt.dir, CLASS_BEST_EFFORT);
-        m.params.q_index = queue_index(m.pkt.dir, m.pkt.cls);
-    }
-
     action set_params(bit<48> byte_cost_q, bit<32> overhead_bytes,
                       time_us_t delay_us, time_us_t stall_us,
                       time_us_t retx_delay_us, bit<8> max_retx,
@@ -24,7 +18,6 @@ control LinkParams(inout link_meta_t m) {
         m.params.max_retx = max_retx;
         m.params.features = features;
         m.params.down = down;
-        set_indices();
     }
 
     // Without an entry a direction is an ideal wire: no rate limit, no delay.
@@ -37,7 +30,6 @@ control LinkParams(inout link_meta_t m) {
         m.params.max_retx = 0;
         m.params.features = 0;
         m.params.down = 0;
-        set_indices();
     }
 
     table link_params {

@@ -17,14 +17,14 @@
 
 control PacketFaults(in bit<16> rand_reorder, in bit<16> rand_duplicate,
                      in bit<16> rand_corrupt, in bit<5> flip_bit,
-                     inout l4_word_h l4_word, inout link_meta_t m, out bool corrupted) {
+                     inout l4_h l4, inout link_meta_t m, out bool corrupted) {
 
     // Drawn in the action, with its parameters in place (see headers.p4).
     action set_faults(bit<32> reorder, bit<32> duplicate, bit<32> corrupt) {
         m.pkt.ahead = (bit<32>) rand_reorder < reorder ? 1w1 : m.pkt.ahead;
         m.params.delay_us = (bit<32>) rand_reorder < reorder ? 0 : m.params.delay_us;
         m.pkt.dup = (bit<32>) rand_duplicate < duplicate ? 1w1 : m.pkt.dup;
-        corrupted = (bit<32>) rand_corrupt < corrupt && l4_word.isValid();
+        corrupted = (bit<32>) rand_corrupt < corrupt && l4.isValid();
     }
 
     table packet_faults {
@@ -37,7 +37,7 @@ control PacketFaults(in bit<16> rand_reorder, in bit<16> rand_duplicate,
     apply {
         packet_faults.apply();
         if (corrupted) {
-            l4_word.word = l4_word.word ^ ((bit<32>) 1 << flip_bit);
+            l4.word = l4.word ^ ((bit<32>) 1 << flip_bit);
         }
     }
 }

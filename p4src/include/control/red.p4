@@ -13,19 +13,11 @@
 
 #include "../headers.p4"
 
-// The control's working values (a header, not locals: see headers.p4).
-header red_work_h {
-    bit<64> weight;       // w x 2^24
-    bit<64> factor;       // decay, Q.16
-    bit<32> p_b;          // Q.16
-    bit<1>  bytes_mode;
-    bit<7>  pad;          // BMv2 wants a header of whole bytes
-}
-
+// w: the control's working values, in a header of the caller's (see
+// headers.p4).
 control Red(in bit<32> queue_pkts, in bit<32> queue_bytes, in time_us_t idle_us,
             in bit<16> rand, inout link_meta_t m, inout red_state_t s,
-            out bit<2> verdict, out bool ecn) {
-    red_work_h w;
+            inout red_work_t w, out bit<2> verdict, out bool ecn) {
 
     action set_red(bit<1> bytes, bit<32> weight_q24, bit<1> use_ecn) {
         w.bytes_mode = bytes;
@@ -81,7 +73,6 @@ control Red(in bit<32> queue_pkts, in bit<32> queue_bytes, in time_us_t idle_us,
     apply {
         verdict = AQM_PASS;
         ecn = false;
-        w.setValid();
         if (!red_params.apply().hit) {
             return;
         }

@@ -14,7 +14,9 @@
 
 control Release(in time_us_t now_us, in seq_t next_release, inout link_meta_t m,
                 out seq_t new_next_release, out bool skipped, out bool blocked) {
-    apply {
+
+    // In an action, where ?: stays an expression (see headers.p4).
+    action decide() {
         // Modular distance to the next packet in line; negative means this
         // packet's turn was skipped already and it must not wait any more.
         int<32> ahead = (int<32>) (m.pkt.seq - next_release);
@@ -25,15 +27,12 @@ control Release(in time_us_t now_us, in seq_t next_release, inout link_meta_t m,
         bool go = due && (!in_line || ahead <= 0 || gave_up);
         skipped = go && in_line && ahead > 0;
         blocked = due && !go;
-        // Assignments under conditions, not ?: (see headers.p4).
-        m.pkt.released = 0;
-        new_next_release = next_release;
-        if (go) {
-            m.pkt.released = 1;
-            if (in_line && ahead >= 0) {
-                new_next_release = m.pkt.seq + 1;
-            }
-        }
+        m.pkt.released = go ? 1w1 : 1w0;
+        new_next_release = go && in_line && ahead >= 0 ? m.pkt.seq + 1 : next_release;
+    }
+
+    apply {
+        decide();
     }
 }
 

@@ -10,18 +10,10 @@
 
 #include "../headers.p4"
 
-// The control's working values (a header, not locals: see headers.p4).
-header traffic_class_work_h {
-    bit<16> src_port;
-    bit<16> dst_port;
-    bit<8>  protocol;
-    bit<6>  dscp;
-    bit<1>  is_ip;
-    bit<1>  pad;        // BMv2 wants a header of whole bytes
-}
-
-control TrafficClass(in ipv4_h ipv4, in ipv6_h ipv6, in l4_ports_h l4, inout link_meta_t m) {
-    traffic_class_work_h w;
+// w: the classification's key, in a header of the caller's (see
+// headers.p4), valid when the direction has a priority split.
+control TrafficClass(in ipv4_h ipv4, in ipv6_h ipv6, in l4_h l4, inout link_meta_t m,
+                     inout class_key_t w) {
 
     action set_class(bit<1> cls) {
         m.pkt.cls = cls;
@@ -75,9 +67,8 @@ control TrafficClass(in ipv4_h ipv4, in ipv6_h ipv6, in l4_ports_h l4, inout lin
     // Applied once, when the packet arrives. A direction without a priority
     // split has no traffic_class entries: its packets skip the lookup.
     apply {
-        m.pkt.cls = CLASS_BEST_EFFORT;
+        // cls comes in as CLASS_BEST_EFFORT (0): the link state is zeroed.
         if (m.params.features & FEATURE_PRIORITY != 0) {
-            w.setValid();
             w.src_port = 0;
             w.dst_port = 0;
             w.protocol = 0;
