@@ -104,30 +104,37 @@ header link_state_h {
     time_us_t   start_us;    // serialization starts (leaves the queue)
     time_us_t   due_us;      // release instant at the far end
     time_us_t   now_us;      // clock read at the last egress pass
-    bit<1>      queued;      // still counted in the router queue
+    bit<16>     flags;       // PKT_*: one field, not thirteen (below)
     bit<9>      out_port;    // unicast destination, 0 = flood
     bit<16>     flood_grp;   // multicast group of the far side
     time_us_t   attempt_us;  // next error draw: serialization end, + ARQ
     bit<8>      retx;        // retransmissions so far
-    bit<1>      link_done;   // no more error draws: through, or lost
-    bit<1>      lost;        // failed every attempt; dropped in its turn
-    bit<1>      hol;         // counted as held behind a retransmission
     time_us_t   wake_us;     // nothing changes for it before this
-    bit<1>      turn;        // due, waits for its turn in release order
     bit<1>      cls;         // traffic class: 0 best effort, 1 priority
-    bit<1>      deferred;    // waits for the scheduler to give it a start
     bit<32>     ticket;      // its place among the deferred packets
-    bit<1>      ahead;       // sent ahead (reorder): no place in link order
-    bit<1>      dup;         // released with a duplicate
-    bit<1>      log;         // its direction logs events (EventLog)
     time_us_t   arrival_us;  // for the event log
-    bit<8>      log_flags;   // EVENT_MARKED, EVENT_CORRUPTED so far
-    bit<1>      admitted;    // the router queue took it (on arrival)
-    bit<1>      released;    // leaves the switch at the end of this pass
     bit<32>     peek;        // the fast path's register read (a local is a
                              // metadata field, reset on every pass)
-    bit<3>      pad;         // whole bytes
+    bit<6>      pad;         // whole bytes
 }
+
+// A packet's flags (link_state_h.flags), in one field: BMv2 zeroes a field
+// of a header made valid and extracts one on every pass of the hold loop,
+// each for hundreds of instructions. The low byte is what its event reports
+// (EVENT_*), the high byte its state.
+const bit<16> PKT_MARKED    = (bit<16>) EVENT_MARKED;
+const bit<16> PKT_HELD      = (bit<16>) EVENT_HELD;       // held behind a retransmission
+const bit<16> PKT_AHEAD     = (bit<16>) EVENT_AHEAD;      // sent ahead: no place in link order
+const bit<16> PKT_DUPLICATE = (bit<16>) EVENT_DUPLICATE;  // released with a duplicate
+const bit<16> PKT_CORRUPTED = (bit<16>) EVENT_CORRUPTED;
+const bit<16> PKT_QUEUED    = 0x0100;   // still counted in the router queue
+const bit<16> PKT_LINK_DONE = 0x0200;   // no more error draws: through, or lost
+const bit<16> PKT_LOST      = 0x0400;   // failed every attempt; dropped in its turn
+const bit<16> PKT_TURN      = 0x0800;   // due, waits for its turn in release order
+const bit<16> PKT_DEFERRED  = 0x1000;   // waits for the scheduler to give it a start
+const bit<16> PKT_LOG       = 0x2000;   // its direction logs events (EventLog)
+const bit<16> PKT_ADMITTED  = 0x4000;   // the router queue took it (on arrival)
+const bit<16> PKT_RELEASED  = 0x8000;   // leaves the switch at the end of this pass
 
 // The link model's view of a packet: its own state and its link's
 // parameters.

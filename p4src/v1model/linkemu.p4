@@ -219,16 +219,12 @@ control LinkPass(inout headers_t hdr, inout metadata_t meta,
     // The packet's one event, when its direction logs: LinkemuIngress
     // reports it after the pass.
     action log_event(bit<8> outcome, time_us_t at) {
-        bit<8> flags = hdr.link.pkt.log_flags;
-        flags = flags | (hdr.link.pkt.hol == 1 ? EVENT_HELD : 0);
-        flags = flags | (hdr.link.pkt.ahead == 1 ? EVENT_AHEAD : 0);
-        flags = flags | (hdr.link.pkt.dup == 1 ? EVENT_DUPLICATE : 0);
         hdr.feature.setValid();
         hdr.feature.report = true;
         hdr.feature.event = {hdr.link.pkt.dir, outcome, hdr.link.pkt.seq,
                              (bit<16>) hdr.pass.l3_len, hdr.link.pkt.arrival_us,
                              hdr.link.pkt.start_us, hdr.link.pkt.due_us, at,
-                             hdr.link.pkt.retx, flags};
+                             hdr.link.pkt.retx, hdr.link.pkt.flags[7:0]};
     }
 
     apply {
@@ -249,7 +245,7 @@ control LinkPass(inout headers_t hdr, inout metadata_t meta,
                     hdr.clock_stamp.setValid();
                     hdr.clock_stamp.ingress_us = std.ingress_global_timestamp;
                     std.egress_spec = CPU_PORT;
-                    hdr.link.pkt.released = 1;
+                    hdr.link.pkt.flags = PKT_RELEASED;
                 } else {
                     mark_to_drop(std);
                 }
@@ -278,7 +274,8 @@ control LinkPass(inout headers_t hdr, inout metadata_t meta,
         // (Features are tested in place: p4c gives a function's result in a
         // condition a temporary of its own. head, tail and settles are 0
         // unless set here: BMv2 zeroes a header made valid.)
-        if (hdr.link.params.features & FEATURE_DEFERRED != 0 || hdr.link.pkt.deferred == 1) {
+        if (hdr.link.params.features & FEATURE_DEFERRED != 0 ||
+            hdr.link.pkt.flags & PKT_DEFERRED != 0) {
             defer_head.read(hdr.pass.head, hdr.link.pkt.dir);
             defer_tail.read(hdr.pass.tail, hdr.link.pkt.dir);
             if (hdr.pass.head != hdr.pass.tail) {
@@ -291,8 +288,8 @@ control LinkPass(inout headers_t hdr, inout metadata_t meta,
                 class_free.read(hdr.pass.cap_free, hdr.feature.be_index);
                 best_effort_start.apply(hdr.pass.now, hdr.link.params, hdr.pass.free,
                                         hdr.pass.cap_free, hdr.feature.arrival, hdr.feature.bytes,
-                                        hdr.pass.share_cost, hdr.feature.settled, hdr.feature.start,
-                                        hdr.feature.start_us, hdr.pass.cost);
+                                        hdr.pass.share_cost, hdr.feature.settled,
+                                        hdr.feature.start, hdr.feature.start_us, hdr.pass.cost);
                 if (hdr.link.params.down == 1) {
                     link_free.write(hdr.link.pkt.dir, hdr.pass.free);
                 } else if (hdr.feature.settled) {
@@ -309,7 +306,7 @@ control LinkPass(inout headers_t hdr, inout metadata_t meta,
                     defer_head.write(hdr.link.pkt.dir, hdr.pass.head);
                 }
             }
-            hdr.pass.settles = hdr.link.pkt.deferred == 1 &&
+            hdr.pass.settles = hdr.link.pkt.flags & PKT_DEFERRED != 0 &&
                                (int<32>) (hdr.link.pkt.ticket - hdr.pass.head) < 0;
         }
 
@@ -340,7 +337,7 @@ control LinkPass(inout headers_t hdr, inout metadata_t meta,
                 loss_bad.write(hdr.link.pkt.dir, hdr.feature.new_bad);
                 if (hdr.pass.refused) {
                     drop_loss_model.count(hdr.link.pkt.dir);
-                    if (hdr.link.pkt.log == 1) {
+                    if (hdr.link.pkt.flags & PKT_LOG != 0) {
                         log_event(EVENT_DROP_LOSS_MODEL, hdr.pass.now);
                     }
                     mark_to_drop(std);
@@ -367,21 +364,23 @@ control LinkPass(inout headers_t hdr, inout metadata_t meta,
                     hdr.feature.idle = hdr.pass.now - hdr.feature.empty_since;
                     red.apply(hdr.pass.waiting, hdr.pass.waiting_bytes,
                               hdr.feature.idle, hdr.feature.rand_aqm, hdr.link,
-                              hdr.feature.aqm, hdr.feature.red, hdr.feature.verdict, hdr.feature.use_ecn);
+                              hdr.feature.aqm, hdr.feature.red, hdr.feature.verdict,
+                              hdr.feature.use_ecn);
                     red_avg.write(hdr.link.params.q_index, hdr.feature.aqm.avg);
                     red_count.write(hdr.link.params.q_index, hdr.feature.aqm.count);
                     red_target.write(hdr.link.params.q_index, hdr.feature.aqm.target);
                     ecn_capable.apply(hdr.ipv4, hdr.ipv6, hdr.feature.capable, hdr.feature.ect1);
-                    if (hdr.feature.verdict == AQM_SIGNAL && hdr.feature.use_ecn && hdr.feature.capable) {
+                    if (hdr.feature.verdict == AQM_SIGNAL && hdr.feature.use_ecn &&
+                        hdr.feature.capable) {
                         ecn_mark.apply(hdr);
                         ecn_marks.count(hdr.link.params.q_index);
-                        hdr.link.pkt.log_flags = hdr.link.pkt.log_flags | EVENT_MARKED;
+                        hdr.link.pkt.flags = hdr.link.pkt.flags | PKT_MARKED;
                     } else if (hdr.feature.verdict != AQM_PASS) {
                         drop_aqm.count(hdr.link.params.q_index);
                         if (hdr.feature.capable) {
                             drop_aqm_ect.count(hdr.link.params.q_index);
                         }
-                        if (hdr.link.pkt.log == 1) {
+                        if (hdr.link.pkt.flags & PKT_LOG != 0) {
                             log_event(EVENT_DROP_AQM, hdr.pass.now);
                         }
                         mark_to_drop(std);
@@ -407,9 +406,9 @@ control LinkPass(inout headers_t hdr, inout metadata_t meta,
                                  hdr.pass.waiting, hdr.pass.waiting_bytes, hdr.link, hdr.pass.free,
                                  hdr.pass.cap_free, hdr.pass.start, hdr.pass.cost,
                                  hdr.pass.share_cost);
-                if (hdr.link.pkt.admitted == 0) {
+                if (hdr.link.pkt.flags & PKT_ADMITTED == 0) {
                     drop_queue.count(hdr.link.params.q_index);
-                    if (hdr.link.pkt.log == 1) {
+                    if (hdr.link.pkt.flags & PKT_LOG != 0) {
                         hdr.link.pkt.start_us = 0;   // it never gets one
                         hdr.link.pkt.due_us = 0;
                         log_event(EVENT_DROP_QUEUE, hdr.pass.now);
@@ -419,10 +418,11 @@ control LinkPass(inout headers_t hdr, inout metadata_t meta,
                     if (hdr.link.params.features & FEATURE_PACKET_FAULTS != 0 &&
                         hdr.feature.corrupt) {
                         corrupted.count(hdr.link.pkt.dir);
-                        hdr.link.pkt.log_flags = hdr.link.pkt.log_flags | EVENT_CORRUPTED;
+                        hdr.link.pkt.flags = hdr.link.pkt.flags | PKT_CORRUPTED;
                     }
-                    if (hdr.link.pkt.deferred == 1) {
-                        hdr.link.pkt.ahead = 0;   // its delay is drawn when its start is settled
+                    if (hdr.link.pkt.flags & PKT_DEFERRED != 0) {
+                        // its delay is drawn when its start is settled
+                        hdr.link.pkt.flags = hdr.link.pkt.flags & ~PKT_AHEAD;
                         hdr.feature.setValid();
                         slot_of_tail.apply();
                         defer_arrival.write(hdr.feature.slot, hdr.pass.now);
@@ -439,7 +439,7 @@ control LinkPass(inout headers_t hdr, inout metadata_t meta,
                         last_start.write(hdr.link.params.q_index, hdr.link.pkt.start_us);
                         next_seq.read(hdr.pass.seq, hdr.link.pkt.dir);
                         hdr.link.pkt.seq = hdr.pass.seq;
-                        if (hdr.link.pkt.ahead == 1) {
+                        if (hdr.link.pkt.flags & PKT_AHEAD != 0) {
                             sent_ahead.count(hdr.link.pkt.dir);
                         } else {
                             hdr.pass.seq = hdr.pass.seq + 1;
@@ -451,15 +451,16 @@ control LinkPass(inout headers_t hdr, inout metadata_t meta,
                             hdr.feature.sojourn = hdr.link.pkt.start_us - hdr.pass.now;
                             sojourn_ramp.apply(hdr.feature.sojourn, hdr.feature.rand_ramp,
                                                hdr.link, hdr.feature.ramp_mark);
-                            ecn_capable.apply(hdr.ipv4, hdr.ipv6, hdr.feature.capable, hdr.feature.ect1);
+                            ecn_capable.apply(hdr.ipv4, hdr.ipv6, hdr.feature.capable,
+                                              hdr.feature.ect1);
                             if (hdr.feature.ramp_mark && hdr.feature.ect1) {
                                 ecn_mark.apply(hdr);
                                 ramp_marks.count(hdr.link.params.q_index);
-                                hdr.link.pkt.log_flags = hdr.link.pkt.log_flags | EVENT_MARKED;
+                                hdr.link.pkt.flags = hdr.link.pkt.flags | PKT_MARKED;
                             }
                         }
                     }
-                    if (hdr.link.pkt.queued == 1) {
+                    if (hdr.link.pkt.flags & PKT_QUEUED != 0) {
                         hdr.pass.waiting = hdr.pass.waiting + 1;
                         queue_pkts.write(hdr.link.params.q_index, hdr.pass.waiting);
                         hdr.pass.waiting_bytes = hdr.pass.waiting_bytes + hdr.pass.l3_len;
@@ -476,11 +477,11 @@ control LinkPass(inout headers_t hdr, inout metadata_t meta,
             defer_cost.read(hdr.pass.cost, hdr.feature.slot);
             defer_seq.read(hdr.link.pkt.seq, hdr.feature.slot);
             set_times.apply(hdr.feature.start, hdr.pass.cost, hdr.link);
-            hdr.link.pkt.deferred = 0;
+            hdr.link.pkt.flags = hdr.link.pkt.flags & ~PKT_DEFERRED;
         }
 
         // A refused packet (admitted 0) is gone; the rest is the link's.
-        if (hdr.link.pkt.admitted == 1) {
+        if (hdr.link.pkt.flags & PKT_ADMITTED != 0) {
             router_queue_leave.apply(hdr.pass.now, hdr.link, hdr.pass.left);
             if (hdr.pass.left) {
                 queue_of_held.apply();
@@ -495,7 +496,8 @@ control LinkPass(inout headers_t hdr, inout metadata_t meta,
 
             // The last ARQ due so far is read where it is compared: most
             // passes need none.
-            if (hdr.link.pkt.link_done == 0 && hdr.pass.now >= hdr.link.pkt.attempt_us) {
+            if (hdr.link.pkt.flags & PKT_LINK_DONE == 0 &&
+                hdr.pass.now >= hdr.link.pkt.attempt_us) {
                 random(hdr.pass.rand, 0, 0xffff);
                 link_errors.apply(hdr.pass.rand, hdr.link, hdr.pass.outcome);
                 if (hdr.pass.outcome == DRAW_RETRANSMIT) {
@@ -511,56 +513,57 @@ control LinkPass(inout headers_t hdr, inout metadata_t meta,
             }
 
             next_release.read(hdr.pass.next, hdr.link.pkt.dir);
-            release.apply(hdr.pass.now, hdr.pass.next, hdr.link, hdr.pass.new_next, hdr.pass.skipped,
-                          hdr.pass.blocked);
+            release.apply(hdr.pass.now, hdr.pass.next, hdr.link, hdr.pass.new_next,
+                          hdr.pass.skipped, hdr.pass.blocked);
             next_release.write(hdr.link.pkt.dir, hdr.pass.new_next);
             if (hdr.pass.skipped) {
                 release_skips.count(hdr.link.pkt.dir);
             }
-            if (hdr.pass.blocked && hdr.link.pkt.hol == 0) {
+            if (hdr.pass.blocked && hdr.link.pkt.flags & PKT_HELD == 0) {
                 retx_busy_until.read(hdr.pass.busy_until, hdr.link.pkt.dir);
                 if (hdr.link.pkt.due_us < hdr.pass.busy_until) {
                     held_behind.count(hdr.link.pkt.dir);
-                    hdr.link.pkt.hol = 1;
+                    hdr.link.pkt.flags = hdr.link.pkt.flags | PKT_HELD;
                 }
             }
 
-            if (hdr.link.pkt.released == 1 && hdr.link.pkt.log == 1) {
+            if (hdr.link.pkt.flags & PKT_RELEASED != 0 && hdr.link.pkt.flags & PKT_LOG != 0) {
                 log_clock.read(hdr.pass.clock, 0);
                 if (hdr.pass.clock < hdr.pass.now) {
                     hdr.pass.clock = hdr.pass.now;
                 }
-                if (hdr.link.pkt.lost == 1) {
+                if (hdr.link.pkt.flags & PKT_LOST != 0) {
                     log_event(EVENT_DROP_LINK_ERROR, hdr.pass.clock);
                 } else {
                     log_event(EVENT_RELEASED, hdr.pass.clock);
                 }
             }
-            if (hdr.link.pkt.released == 1 && hdr.link.pkt.lost == 1) {
+            if (hdr.link.pkt.flags & PKT_RELEASED != 0 && hdr.link.pkt.flags & PKT_LOST != 0) {
                 drop_link_error.count(hdr.pass.dir_cell);
                 mark_to_drop(std);
-            } else if (hdr.link.pkt.released == 0) {
+            } else if (hdr.link.pkt.flags & PKT_RELEASED == 0) {
                 std.egress_spec = hold_port(hdr.link.pkt.seq);
                 // Sleep until the next event: serialization starts, an error draw,
                 // the due instant (never, for a deferred packet: see the fast
                 // path), or for a packet waiting for its turn in release order,
                 // the instant it gives up waiting.
                 if (hdr.pass.blocked) {
-                    hdr.link.pkt.turn = 1;
+                    hdr.link.pkt.flags = hdr.link.pkt.flags | PKT_TURN;
                     hdr.link.pkt.wake_us = hdr.link.pkt.due_us + hdr.link.params.stall_us;
                 } else {
-                    hdr.link.pkt.turn = 0;
+                    hdr.link.pkt.flags = hdr.link.pkt.flags & ~PKT_TURN;
                     hdr.link.pkt.wake_us = hdr.link.pkt.due_us;
-                    if (hdr.link.pkt.link_done == 0 &&
+                    if (hdr.link.pkt.flags & PKT_LINK_DONE == 0 &&
                         hdr.link.pkt.attempt_us < hdr.link.pkt.wake_us) {
                         hdr.link.pkt.wake_us = hdr.link.pkt.attempt_us;
                     }
-                    if (hdr.link.pkt.queued == 1 && hdr.link.pkt.start_us < hdr.link.pkt.wake_us) {
+                    if (hdr.link.pkt.flags & PKT_QUEUED != 0 &&
+                        hdr.link.pkt.start_us < hdr.link.pkt.wake_us) {
                         hdr.link.pkt.wake_us = hdr.link.pkt.start_us;
                     }
                 }
             } else if (hdr.link.pkt.out_port != 0) {
-                if (hdr.link.pkt.dup == 1) {
+                if (hdr.link.pkt.flags & PKT_DUPLICATE != 0) {
                     duplicated.count(hdr.link.pkt.dir);
                     std.mcast_grp = DUP_GROUP_BASE + (bit<16>) hdr.link.pkt.out_port;
                 } else {
@@ -590,8 +593,8 @@ control LinkemuIngress(inout headers_t hdr, inout metadata_t meta,
         // metadata field, which BMv2 resets on every pass of every packet.)
         if (std.instance_type == INSTANCE_TYPE_RECIRC &&
             hdr.link.pkt.now_us < hdr.link.pkt.wake_us &&
-            (hdr.link.pkt.deferred == 1 || hdr.link.pkt.turn == 1)) {
-            if (hdr.link.pkt.deferred == 1) {
+            (hdr.link.pkt.flags & PKT_DEFERRED != 0 || hdr.link.pkt.flags & PKT_TURN != 0)) {
+            if (hdr.link.pkt.flags & PKT_DEFERRED != 0) {
                 defer_head.read(hdr.link.pkt.peek, hdr.link.pkt.dir);
             } else {
                 next_release.read(hdr.link.pkt.peek, hdr.link.pkt.dir);
@@ -599,10 +602,11 @@ control LinkemuIngress(inout headers_t hdr, inout metadata_t meta,
         }
         if (std.instance_type == INSTANCE_TYPE_RECIRC &&
             hdr.link.pkt.now_us < hdr.link.pkt.wake_us &&
-            ((hdr.link.pkt.deferred == 1 &&
+            ((hdr.link.pkt.flags & PKT_DEFERRED != 0 &&
               (int<32>) (hdr.link.pkt.ticket - hdr.link.pkt.peek) > 0) ||
-             (hdr.link.pkt.deferred == 0 &&
-              (hdr.link.pkt.turn == 0 || (int<32>) (hdr.link.pkt.seq - hdr.link.pkt.peek) > 0)))) {
+             (hdr.link.pkt.flags & PKT_DEFERRED == 0 &&
+              (hdr.link.pkt.flags & PKT_TURN == 0 ||
+               (int<32>) (hdr.link.pkt.seq - hdr.link.pkt.peek) > 0)))) {
             std.egress_spec = hold_port(hdr.link.pkt.seq);
         } else {
             link_pass.apply(hdr, meta, std);
@@ -628,10 +632,10 @@ control LinkemuEgress(inout headers_t hdr, inout metadata_t meta,
     counter(2 * NUM_DIRECTIONS, CounterType.packets_and_bytes) link_out;   // HELD_CELLS
 
     apply {
-        if (hdr.link.pkt.log == 1) {
+        if (hdr.link.pkt.flags & PKT_LOG != 0) {
             log_clock.write(0, std.egress_global_timestamp);
         }
-        if (hdr.link.pkt.released == 1) {
+        if (hdr.link.pkt.flags & PKT_RELEASED != 0) {
             if (!hdr.clock_stamp.isValid()) {
                 link_out.count(hdr.pass.dir_cell);
             }

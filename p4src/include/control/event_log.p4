@@ -1,7 +1,7 @@
 // Whether a direction logs every packet's fate (the controller inserts an
 // entry to turn it on). Looked up once per packet, on arrival; the packet
 // carries the answer, so with the log off a held packet's passes pay nothing.
-// The link state comes in zeroed: log and log_flags are 0 unless it logs.
+// The link state comes in zeroed: PKT_LOG is 0 unless it logs.
 #ifndef LINKEMU_EVENT_LOG_P4
 #define LINKEMU_EVENT_LOG_P4
 
@@ -10,7 +10,7 @@
 control EventLog(in time_us_t arrival_us, inout link_meta_t m) {
 
     action log_events() {
-        m.pkt.log = 1;
+        m.pkt.flags = m.pkt.flags | PKT_LOG;
         m.pkt.arrival_us = arrival_us;
     }
 

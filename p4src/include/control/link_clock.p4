@@ -64,21 +64,22 @@ control LinkClock(in time_us_t arrival_us, in bit<32> l3_len, in bool behind,
         bool full = queue_pkts >= m.queue.queue_limit ||
                     (m.queue.queue_bytes_limit != 0 &&
                      queue_bytes + l3_len > m.queue.queue_bytes_limit);
-        // queued and deferred come in 0 (an arriving packet's state is zeroed).
-        m.pkt.admitted = 1;
-        if (waits) {
-            m.pkt.queued = 1;
-            if (full) {
-                m.pkt.admitted = 0;
-            }
+        // PKT_QUEUED and PKT_DEFERRED come in 0 (an arriving packet's state
+        // is zeroed).
+        if (!waits) {
+            m.pkt.flags = m.pkt.flags | PKT_ADMITTED;
+        } else if (full) {
+            m.pkt.flags = m.pkt.flags | PKT_QUEUED;
+        } else {
+            m.pkt.flags = m.pkt.flags | (PKT_QUEUED | PKT_ADMITTED);
         }
         if (defer) {
-            m.pkt.deferred = 1;
+            m.pkt.flags = m.pkt.flags | PKT_DEFERRED;
             m.pkt.start_us = TIME_NEVER;
             m.pkt.attempt_us = TIME_NEVER;
             m.pkt.due_us = TIME_NEVER;
         } else {
-            if (m.pkt.admitted == 1) {
+            if (m.pkt.flags & PKT_ADMITTED != 0) {
                 link_free = start + cost;
                 class_free = start + share_cost;
             }

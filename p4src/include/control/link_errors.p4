@@ -32,15 +32,14 @@ control LinkErrors(in bit<16> rand, inout link_meta_t m, out bit<2> outcome) {
     apply {
         link_state.apply();   // an error is a retransmission until ARQ gives up
         if (outcome == DRAW_THROUGH) {
-            m.pkt.link_done = 1;
+            m.pkt.flags = m.pkt.flags | PKT_LINK_DONE;
         } else if (m.pkt.retx < m.params.max_retx) {
             m.pkt.retx = m.pkt.retx + 1;
             m.pkt.attempt_us = m.pkt.attempt_us + m.params.retx_delay_us;
             m.pkt.due_us = m.pkt.due_us + m.params.retx_delay_us;
         } else {
             outcome = DRAW_LOST;
-            m.pkt.lost = 1;
-            m.pkt.link_done = 1;
+            m.pkt.flags = m.pkt.flags | (PKT_LOST | PKT_LINK_DONE);
         }
     }
 }

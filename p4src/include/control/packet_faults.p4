@@ -21,9 +21,9 @@ control PacketFaults(in bit<16> rand_reorder, in bit<16> rand_duplicate,
 
     // Drawn in the action, with its parameters in place (see headers.p4).
     action set_faults(bit<32> reorder, bit<32> duplicate, bit<32> corrupt) {
-        m.pkt.ahead = (bit<32>) rand_reorder < reorder ? 1w1 : m.pkt.ahead;
+        m.pkt.flags = m.pkt.flags | ((bit<32>) rand_reorder < reorder ? PKT_AHEAD : 0);
         m.params.delay_us = (bit<32>) rand_reorder < reorder ? 0 : m.params.delay_us;
-        m.pkt.dup = (bit<32>) rand_duplicate < duplicate ? 1w1 : m.pkt.dup;
+        m.pkt.flags = m.pkt.flags | ((bit<32>) rand_duplicate < duplicate ? PKT_DUPLICATE : 0);
         corrupted = (bit<32>) rand_corrupt < corrupt && l4.isValid();
     }
 

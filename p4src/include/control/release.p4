@@ -23,12 +23,13 @@ control Release(in time_us_t now_us, in seq_t next_release, inout link_meta_t m,
         bool due = now_us >= m.pkt.due_us;
         bool gave_up = now_us >= m.pkt.due_us + m.params.stall_us;
 
-        bool in_line = m.pkt.ahead == 0;
+        bool in_line = m.pkt.flags & PKT_AHEAD == 0;
         bool go = due && (!in_line || ahead <= 0 || gave_up);
         skipped = go && in_line && ahead > 0;
         blocked = due && !go;
-        m.pkt.released = go ? 1w1 : 1w0;
         new_next_release = go && in_line && ahead >= 0 ? m.pkt.seq + 1 : next_release;
+        // Last: the values above read the flags as they came in.
+        m.pkt.flags = m.pkt.flags | (go ? PKT_RELEASED : 0);   // a held packet's is 0
     }
 
     apply {

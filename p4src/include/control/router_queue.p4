@@ -6,9 +6,9 @@
 
 control RouterQueueLeave(in time_us_t now_us, inout link_meta_t m, out bool left) {
     apply {
-        left = m.pkt.queued == 1 && now_us >= m.pkt.start_us;
+        left = m.pkt.flags & PKT_QUEUED != 0 && now_us >= m.pkt.start_us;
         if (left) {
-            m.pkt.queued = 0;
+            m.pkt.flags = m.pkt.flags & ~PKT_QUEUED;
         }
     }
 }
