@@ -237,3 +237,19 @@ def test_the_least_link_models_entries_name_the_compiled_program():
     p4info = P4Info.from_file(benchmark.MINIMAL_BASELINE[0])
     for entry in benchmark.minimal_link_entries(benchmark.link().downlink):
         p4info.table_entry(entry)   # raises on a table, field or parameter it lacks
+
+
+def test_the_saturated_rate_narrows_between_the_best_step_and_the_next(monkeypatch):
+    # A switch that takes 24 000 frames/s and, overloaded, delivers 16 000.
+    def flood(peers, pps, seconds):
+        return {"offered_pps": pps, "delivered_pps": pps if pps <= 24_000 else 16_000}
+
+    monkeypatch.setattr(benchmark, "flood", flood)
+    monkeypatch.setattr(benchmark.time, "sleep", lambda seconds: None)
+    bench = object.__new__(benchmark.Bench)
+    bench.peers, bench.quick = None, True
+    saturated = bench.saturated_rate()
+    assert saturated["delivered_pps"] == 22_500
+    ramp = [step["offered_pps"] for step in saturated["ramps"][0]]
+    # The ramp stops below half delivered; the quarter steps at the first loss.
+    assert ramp == [10_000, 20_000, 30_000, 40_000, 22_500, 25_000]
