@@ -45,6 +45,8 @@ BASELINE = (BUILD / "forward.p4info.txtpb", BUILD / "forward.json")
 HOLD_BASELINE = (BUILD / "hold.p4info.txtpb", BUILD / "hold.json")
 SHAPE_BASELINE = (BUILD / "shape.p4info.txtpb", BUILD / "shape.json")
 MINIMAL_BASELINE = (BUILD / "minimal_link.p4info.txtpb", BUILD / "minimal_link.json")
+PROGRAMS = {"linkemu": LINKEMU, "forward": BASELINE, "hold": HOLD_BASELINE,
+            "shape": SHAPE_BASELINE, "minimal_link": MINIMAL_BASELINE}
 MINIMAL_LINK = "MinimalIngress.link"
 LAYOUT = PortLayout(fixed=(Port(1),), mobile=(Port(2),))
 SIZE = 500
@@ -296,22 +298,22 @@ class Bench:
         for _ in range(2 if self.quick else 3):
             ramp = []
             for pps in SATURATION_RAMP:
-                ramp.append(self.flood(pps))
+                ramp.append(self.offer(pps))
                 if ramp[-1]["delivered_pps"] < 0.5 * ramp[-1]["offered_pps"]:
                     break
             best = max(range(len(ramp)), key=lambda i: ramp[i]["delivered_pps"])
             if best + 1 < len(ramp):
                 low, high = SATURATION_RAMP[best], SATURATION_RAMP[best + 1]
                 for quarter in (1, 2, 3):
-                    ramp.append(self.flood(low + (high - low) * quarter // 4))
+                    ramp.append(self.offer(low + (high - low) * quarter // 4))
                     if ramp[-1]["delivered_pps"] < ramp[best]["delivered_pps"]:
                         break
             ramps.append(ramp)
         peaks = [max(ramp, key=lambda r: r["delivered_pps"]) for ramp in ramps]
         return {**max(peaks, key=lambda r: r["delivered_pps"]), "ramps": ramps}
 
-    def flood(self, pps):
-        """64 B frames at pps, counted on the test ends (see traffic.flood)."""
+    def offer(self, pps):
+        """64 B frames offered at pps, counted on the test ends (traffic.flood)."""
         run = flood(self.peers, pps, 1.5 if self.quick else 3)
         # Let the backlog leave: a packet still inside BMv2 when the pipeline
         # changes hands its old program's PHV to the new program's pool, and
@@ -480,7 +482,8 @@ def run_linkemu(quick):
         try:
             bench.warm_up()
             results["delay"] = [bench.delay_cell(rate, delay, load)
-                                for rate, delay in delay_grid(quick) for load in ("idle", "loaded")]
+                                for rate, delay in delay_grid(quick)
+                                for load in ("idle", "loaded")]
             results["capacity_curve"] = [bench.delay_cell(r, 20, "loaded", size=1500)
                                          for r in (CAPACITY_RATES[:3] if quick else CAPACITY_RATES)]
             results["arq"] = bench.arq_holds()
@@ -531,17 +534,15 @@ def main(argv=None):
     parser.add_argument("--quick", action="store_true", help="fewer cells and frames")
     parser.add_argument("--out", help="results folder (default results/bench-DATE)")
     args = parser.parse_args(argv)
-    for path in LINKEMU + BASELINE + HOLD_BASELINE + SHAPE_BASELINE + MINIMAL_BASELINE:
+    for path in (path for paths in PROGRAMS.values() for path in paths):
         if not path.exists():
             print(f"{path} is missing: run 'make build'", file=sys.stderr)
             return 2
     out = Path(args.out or ROOT / "results" / f"bench-{time.strftime('%Y%m%d-%H%M%S')}")
     started = time.strftime("%Y-%m-%d %H:%M:%S %z")
     report = {"date": started, "quick": args.quick, "machine": machine(), "bmv2": build_info(),
-              "programs": {name: program_size(paths[1]) for name, paths in
-                           (("linkemu", LINKEMU), ("forward", BASELINE),
-                            ("hold", HOLD_BASELINE), ("shape", SHAPE_BASELINE),
-                            ("minimal_link", MINIMAL_BASELINE))}}
+              "programs": {name: program_size(json_path)
+                           for name, (_, json_path) in PROGRAMS.items()}}
     if report["bmv2"]["logging_macros"]:
         print("WARNING: BMv2 was built with logging macros: these figures are meaningless",
               file=sys.stderr)

@@ -5,7 +5,7 @@
 // packet's pass ends. This program has 1 metadata field and 10 headers, as
 // linkemu has (p4c's temporaries included), and on a frame's first pass it
 // takes 40 conditions and 40 table applications with two assignments each (a
-// zero-delay linkemu frame takes 41 conditions, 30 tables and 38
+// zero-delay linkemu frame takes 40 conditions, 29 tables and 38
 // assignments, and zeroes the 58 fields of the headers it makes valid,
 // counted with callgrind); its held passes, like linkemu's fast path, only
 // check the time. Its rate and hold error are what that shape alone costs on

@@ -97,7 +97,7 @@ def stall_us(direction):
 PASS = "LinkemuIngress.link_pass."
 LINK_PARAMS = f"{PASS}link_params.link_params"
 TRAFFIC_CLASS = f"{PASS}traffic_class.traffic_class"
-QUEUE_PARAMS = f"{PASS}traffic_class.queue_params"
+QUEUE_PARAMS = f"{PASS}queue_params.queue_params"
 LINK_STATE = f"{PASS}link_errors.link_state"
 LOSS_MODEL = f"{PASS}loss_model.loss_model"
 RED_PARAMS = f"{PASS}red.red_params"
@@ -195,7 +195,7 @@ def class_queues(profile):
 
 
 def queue_params_entries(profile):
-    return [TableEntry(QUEUE_PARAMS, q.key(), f"{PASS}traffic_class.set_queue",
+    return [TableEntry(QUEUE_PARAMS, q.key(), f"{PASS}queue_params.set_queue",
                        {"queue_limit": q.packets, "queue_bytes_limit": q.octets or 0,
                         "share_cost_q": byte_cost_q(q.rate_bps * q.share) if q.share else 0,
                         "deferred": int(q.deferred), "aqm": int(q.red is not None)})

@@ -174,6 +174,7 @@ control LinkPass(inout headers_t hdr, inout metadata_t meta,
     PortMap() port_map;
     LinkParams() link_params;
     TrafficClass() traffic_class;
+    QueueParams() queue_params;
     LinkClock() link_clock;
     SetTimes() set_times;
     BestEffortStart() best_effort_start;
@@ -349,8 +350,10 @@ control LinkPass(inout headers_t hdr, inout metadata_t meta,
             if (!hdr.pass.refused) {
                 if (hdr.link.params.features & FEATURE_PRIORITY != 0) {
                     hdr.feature.setValid();   // the classification's key
+                    traffic_class.apply(hdr.ipv4, hdr.ipv6, hdr.l4, hdr.link,
+                                        hdr.feature.class_key);
                 }
-                traffic_class.apply(hdr.ipv4, hdr.ipv6, hdr.l4, hdr.link, hdr.feature.class_key);
+                queue_params.apply(hdr.link);
                 queue_pkts.read(hdr.pass.waiting, hdr.link.params.q_index);
                 queue_bytes.read(hdr.pass.waiting_bytes, hdr.link.params.q_index);
 
@@ -527,21 +530,7 @@ control LinkPass(inout headers_t hdr, inout metadata_t meta,
                 }
             }
 
-            if (hdr.link.pkt.flags & PKT_RELEASED != 0 && hdr.link.pkt.flags & PKT_LOG != 0) {
-                log_clock.read(hdr.pass.clock, 0);
-                if (hdr.pass.clock < hdr.pass.now) {
-                    hdr.pass.clock = hdr.pass.now;
-                }
-                if (hdr.link.pkt.flags & PKT_LOST != 0) {
-                    log_event(EVENT_DROP_LINK_ERROR, hdr.pass.clock);
-                } else {
-                    log_event(EVENT_RELEASED, hdr.pass.clock);
-                }
-            }
-            if (hdr.link.pkt.flags & PKT_RELEASED != 0 && hdr.link.pkt.flags & PKT_LOST != 0) {
-                drop_link_error.count(hdr.pass.dir_cell);
-                mark_to_drop(std);
-            } else if (hdr.link.pkt.flags & PKT_RELEASED == 0) {
+            if (hdr.link.pkt.flags & PKT_RELEASED == 0) {
                 std.egress_spec = hold_port(hdr.link.pkt.seq);
                 // Sleep until the next event: serialization starts, an error draw,
                 // the due instant (never, for a deferred packet: see the fast
@@ -562,15 +551,31 @@ control LinkPass(inout headers_t hdr, inout metadata_t meta,
                         hdr.link.pkt.wake_us = hdr.link.pkt.start_us;
                     }
                 }
-            } else if (hdr.link.pkt.out_port != 0) {
-                if (hdr.link.pkt.flags & PKT_DUPLICATE != 0) {
-                    duplicated.count(hdr.link.pkt.dir);
-                    std.mcast_grp = DUP_GROUP_BASE + (bit<16>) hdr.link.pkt.out_port;
-                } else {
-                    std.egress_spec = hdr.link.pkt.out_port;
-                }
             } else {
-                std.mcast_grp = hdr.link.pkt.flood_grp;
+                if (hdr.link.pkt.flags & PKT_LOG != 0) {
+                    log_clock.read(hdr.pass.clock, 0);
+                    if (hdr.pass.clock < hdr.pass.now) {
+                        hdr.pass.clock = hdr.pass.now;
+                    }
+                    if (hdr.link.pkt.flags & PKT_LOST != 0) {
+                        log_event(EVENT_DROP_LINK_ERROR, hdr.pass.clock);
+                    } else {
+                        log_event(EVENT_RELEASED, hdr.pass.clock);
+                    }
+                }
+                if (hdr.link.pkt.flags & PKT_LOST != 0) {
+                    drop_link_error.count(hdr.pass.dir_cell);
+                    mark_to_drop(std);
+                } else if (hdr.link.pkt.out_port != 0) {
+                    if (hdr.link.pkt.flags & PKT_DUPLICATE != 0) {
+                        duplicated.count(hdr.link.pkt.dir);
+                        std.mcast_grp = DUP_GROUP_BASE + (bit<16>) hdr.link.pkt.out_port;
+                    } else {
+                        std.egress_spec = hdr.link.pkt.out_port;
+                    }
+                } else {
+                    std.mcast_grp = hdr.link.pkt.flood_grp;
+                }
             }
         }
     }
@@ -593,7 +598,7 @@ control LinkemuIngress(inout headers_t hdr, inout metadata_t meta,
         // metadata field, which BMv2 resets on every pass of every packet.)
         if (std.instance_type == INSTANCE_TYPE_RECIRC &&
             hdr.link.pkt.now_us < hdr.link.pkt.wake_us &&
-            (hdr.link.pkt.flags & PKT_DEFERRED != 0 || hdr.link.pkt.flags & PKT_TURN != 0)) {
+            hdr.link.pkt.flags & (PKT_DEFERRED | PKT_TURN) != 0) {
             if (hdr.link.pkt.flags & PKT_DEFERRED != 0) {
                 defer_head.read(hdr.link.pkt.peek, hdr.link.pkt.dir);
             } else {
