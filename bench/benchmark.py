@@ -29,7 +29,7 @@ from linkemu import dataplane
 from linkemu.dataplane import Port, PortLayout
 from linkemu.event_log import EventRecorder, check_timing, read_events
 from linkemu.fidelity import compare, loss_bursts
-from linkemu.link_states import walk
+from linkemu.link_states import constant_errors, walk
 from linkemu.p4runtime import Switch, TableEntry
 from linkemu.profile import parse_profile
 from linkemu.state_driver import StateDriver, running
@@ -54,9 +54,12 @@ HELD = (10, 20, 50, 100, 200, 500)   # frames held at once by the hold-loop runs
 HELD_QUICK = HELD[:-1]
 
 
-def link(rate="unlimited", delay="0ms", **extra):
-    return parse_profile({"downlink": {"rate": rate, "delay": delay, "queue": 1000, **extra},
-                          "uplink": {}}, source="benchmark profile")
+def link(rate="unlimited", delay="0ms", error=0, **extra):
+    """The downlink under test; with `error`, link errors of that probability."""
+    data = {"downlink": {"rate": rate, "delay": delay, "queue": 1000, **extra}, "uplink": {}}
+    if error:
+        data["link_states"] = constant_errors({"downlink": error, "uplink": 0})
+    return parse_profile(data, source="benchmark profile")
 
 
 def minimal_link_entries(direction):
@@ -174,13 +177,11 @@ class Bench:
 
     # ARQ holds ---------------------------------------------------------------
     def arq_holds(self):
-        profile = link(arq={"delay": "700ms", "max_retransmissions": 6, "in_order": False})
-        self.push(profile)
-        self.controller.modify(dataplane.link_state_entries({"downlink": 0.5, "uplink": 0}))
+        self.push(link(error=0.5,
+                       arq={"delay": "700ms", "max_retransmissions": 6, "in_order": False}))
         count = 60 if self.quick else 200
         run = self.send("the ARQ holds", [(i * 0.02, SIZE) for i in range(count)],
                         wait=6 * 0.7 + 1)
-        self.controller.modify(dataplane.link_state_entries({"downlink": 0, "uplink": 0}))
         by_k = {}
         for latency in run.latencies():
             k = round(latency / 0.7)
@@ -190,13 +191,9 @@ class Bench:
             "all": percentiles([e for v in by_k.values() for e in v])}
 
     # Loss --------------------------------------------------------------------
-    def losses(self, what, profile, count, spacing, error=None):
+    def losses(self, what, profile, count, spacing):
         self.push(profile)
-        if error is not None:
-            self.controller.modify(dataplane.link_state_entries({"downlink": error, "uplink": 0}))
         run = self.send(what, [(i * spacing, 100) for i in range(count)], wait=0.5)
-        if error is not None:
-            self.controller.modify(dataplane.link_state_entries({"downlink": 0, "uplink": 0}))
         delivered = {frame_seq(f.data) for f in run.departures}
         return [frame_seq(f.data) not in delivered for f in run.arrivals]
 
@@ -204,7 +201,7 @@ class Bench:
         count = 2000 if self.quick else 5000
         rows = []
         for p in (0.01, 0.1, 0.5):
-            lost = self.losses(f"the losses at error {p}", link(), count, 0.0004, error=p)
+            lost = self.losses(f"the losses at error {p}", link(error=p), count, 0.0004)
             test = stats.binomtest(sum(lost), len(lost), p)
             ci = test.proportion_estimate, test.proportion_ci(0.99)
             rows.append({"configured": p, "n": len(lost), "lost": sum(lost),

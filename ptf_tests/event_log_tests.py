@@ -19,8 +19,7 @@ class EventLogTest(LinkemuTest):
 
     def runTest(self):
         self.push({"downlink": {"rate": "2Mbit", "delay": "20ms", "queue": 10,
-                                "loss": {"model": "bernoulli", "p": 0.05}}})
-        self.set_errors(0.1)
+                                "loss": {"model": "bernoulli", "p": 0.05}}}, errors=0.1)
         before = self.counters()
         path = self.workdir / "events.csv"
         recorder = EventRecorder(self.switch, path)

@@ -21,6 +21,7 @@ from scapy.layers.l2 import Ether
 from linkemu import dataplane
 from linkemu.capture import Capture
 from linkemu.fidelity import compare
+from linkemu.link_states import constant_errors
 from linkemu.p4runtime import Switch
 from linkemu.profile import parse_profile
 
@@ -126,7 +127,12 @@ class LinkemuTest(BaseTest):
         finally:
             super().tearDown()
 
-    def push(self, directions):
+    def push(self, directions, errors=0):
+        """With `errors`, both directions have link errors of that probability
+        (set_errors changes it)."""
+        if errors:
+            directions = {**directions,
+                          "link_states": constant_errors({"downlink": errors, "uplink": errors})}
         dataplane.push_profile(self.switch, profile(**directions))
 
     def set_errors(self, probability):

@@ -37,8 +37,8 @@ class ErrorRateTest(LinkemuTest):
     def runTest(self):
         count = 600
         for probability in (0.05, 0.3, 0.63, 0.95):
+            self.push({}, errors=probability)
             before = self.counters()
-            self.set_errors(probability)
             self.send_spaced(FIXED_PORT, MOBILE, count, 0.001)
             received = self.receive(MOBILE, count, timeout=3)
             low, high = binomial_bounds(count, 1 - probability)
@@ -61,8 +61,7 @@ class ArqTest(LinkemuTest):
         n, retx_s, p, count = 3, 0.2, 0.5, 300
         self.push({"downlink": {"delay": "50ms",
                                 "arq": {"delay": "200ms", "max_retransmissions": n,
-                                        "in_order": False}}})
-        self.set_errors(p)
+                                        "in_order": False}}}, errors=p)
         before = self.counters()
         sent, received = self.timed(
             FIXED_PORT, MOBILE, lambda: self.send_spaced(FIXED_PORT, MOBILE, count, 0.008),
@@ -94,7 +93,7 @@ class InOrderReleaseTest(LinkemuTest):
 
     def run_case(self, in_order):
         self.push({"downlink": {"arq": {"delay": "300ms", "max_retransmissions": 1,
-                                        "in_order": in_order}}})
+                                        "in_order": in_order}}}, errors=1.0)
         before = self.counters()
 
         def send():
@@ -133,6 +132,7 @@ class StateChangeTest(LinkemuTest):
                              "duration": {"distribution": "static", "value": "1s"}},
                     "bad": {"error": 0.9, "next": {"good": 1},
                             "duration": {"distribution": "static", "value": "1s"}}}}}
+        self.push(data)   # its states err: the downlink draws link errors
         chain = profile(**data).states
         timeline = [Segment("good", 0, 1_000_000), Segment("bad", 1_000_000, 2_000_000),
                     Segment("good", 2_000_000, 3_000_000)]
@@ -178,10 +178,12 @@ class StateChangeOnTimeTest(LinkemuTest):
 
     def runTest(self):
         static = {"distribution": "static", "value": "200ms"}
-        chain = profile(link_states={"start": {"good": 1}, "states": {
+        states = {"start": {"good": 1}, "states": {
             "good": {"error": 0, "duration": static, "next": {"bad": 1}},
             "bad": {"error": {"downlink": 1, "uplink": 0}, "duration": static,
-                    "next": {"good": 1}}}}).states
+                    "next": {"good": 1}}}}
+        self.push({"link_states": states})
+        chain = profile(link_states=states).states
         driver = StateDriver(self.switch, chain, walk(chain))
         thread = threading.Thread(target=driver.run, kwargs={"duration_s": 1.0})
 
@@ -249,9 +251,11 @@ class DriverSurvivesPushTest(LinkemuTest):
 
     def runTest(self):
         static = {"distribution": "static", "value": "200ms"}
-        chain = profile(link_states={"start": {"a": 1}, "states": {
+        states = {"start": {"a": 1}, "states": {
             "a": {"error": 0, "duration": static, "next": {"b": 1}},
-            "b": {"error": 0.5, "duration": static, "next": {"a": 1}}}}).states
+            "b": {"error": 0.5, "duration": static, "next": {"a": 1}}}}
+        self.push({"link_states": states})
+        chain = profile(link_states=states).states
         with Switch(self.switch.address) as own:
             driver = StateDriver(own, chain, walk(chain))
             thread = threading.Thread(target=driver.run, kwargs={"duration_s": 2})

@@ -93,6 +93,12 @@ def _states(args):
     segments = _segments(args, chain)
     record = args.record or default_record_path(profile.name)
     with _connect(args) as switch:
+        undrawn = [d for d in dataplane.DIRECTION_IDS if chain.has_errors(d)
+                   and d not in dataplane.link_error_directions(switch)]
+        if undrawn:
+            raise ValueError(f"{args.profile}: its link states err the {' and '.join(undrawn)}, "
+                             "where the profile on the switch draws no link errors: push "
+                             f"this profile first (linkemu push {args.profile})")
         driver = StateDriver(switch, chain, segments, record_path=record)
         _until_interrupted(driver.run, args.duration)
     print(f"state changes applied: {driver.latency_summary()}; timeline in {record}")

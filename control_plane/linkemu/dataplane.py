@@ -123,22 +123,34 @@ FEATURE_DEFERRED = 4
 FEATURE_DELAY_VARIATION = 8
 FEATURE_PACKET_FAULTS = 16
 FEATURE_PRIORITY = 32
+FEATURE_LINK_ERRORS = 64
 
 
-def features(direction):
-    """The features bitmap of a direction: the data plane skips the rest."""
+def features(profile, name):
+    """The features bitmap of direction `name`: the data plane skips the rest."""
+    direction = profile.directions()[name]
+    link_errors = profile.states is not None and profile.states.has_errors(name)
     return ((FEATURE_LOSS_MODEL if direction.loss else 0)
             | (FEATURE_SOJOURN_RAMP if direction.sojourn_target_us else 0)
             | (FEATURE_DEFERRED if direction.priority or direction.rate_schedule else 0)
             | (FEATURE_DELAY_VARIATION if direction.jitter or direction.delay_spikes else 0)
             | (FEATURE_PACKET_FAULTS if direction.reorder or direction.duplicate
                or direction.corrupt else 0)
-            | (FEATURE_PRIORITY if direction.priority else 0))
+            | (FEATURE_PRIORITY if direction.priority else 0)
+            | (FEATURE_LINK_ERRORS if link_errors else 0))
 
 
-def link_params_entry(name, direction, rate_bps, down=False):
+def link_error_directions(switch):
+    """The directions for which the profile on the switch draws link errors."""
+    names = {number: name for name, number in DIRECTION_IDS.items()}
+    return {names[e.match["m.pkt.dir"]] for e in switch.read_table(LINK_PARAMS)
+            if e.params["features"] & FEATURE_LINK_ERRORS}
+
+
+def link_params_entry(profile, name, rate_bps, down=False):
     """Direction `name`'s parameters at `rate_bps` (the rate over time changes
     only that), or with the link down (an outage)."""
+    direction = profile.directions()[name]
     arq = direction.arq
     return TableEntry(
         table=LINK_PARAMS,
@@ -151,14 +163,14 @@ def link_params_entry(name, direction, rate_bps, down=False):
             "stall_us": stall_us(direction),
             "retx_delay_us": arq.delay_us if arq else 0,
             "max_retx": arq.max_retransmissions if arq else 0,
-            "features": features(direction),
+            "features": features(profile, name),
             "down": int(down),
         })
 
 
 def link_params_entries(profile):
     """At the profile's rate: a RateDriver takes the rate over time from there."""
-    return [link_params_entry(name, direction, direction.rate_bps)
+    return [link_params_entry(profile, name, direction.rate_bps)
             for name, direction in profile.directions().items()]
 
 
@@ -467,7 +479,8 @@ def install(switch, p4info_path, bmv2_json_path, layout, profile):
 def push_profile(switch, profile):
     """Changes the link live; packets already held keep their release times.
 
-    A profile without link states makes the link error-free; with states, the
+    A profile without link states makes the link error-free, and one with a
+    single state gives the link that state's errors for good; with more, the
     error probabilities are left to the StateDriver walking its timeline."""
     # Queues before the link: a link entry never meets a class without one.
     switch.sync_table(QUEUE_PARAMS, queue_params_entries(profile))
@@ -482,6 +495,9 @@ def push_profile(switch, profile):
     switch.sync_table(SOJOURN_RAMP, sojourn_ramp_entries(profile))
     if profile.states is None:
         switch.modify(link_state_entries({d: 0.0 for d in DIRECTION_IDS}))
+    elif len(profile.states.states) == 1:
+        (state,) = profile.states.states.values()
+        switch.modify(link_state_entries(state.error))
 
 
 def in_flight(counters, direction):

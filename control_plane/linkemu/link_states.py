@@ -68,6 +68,19 @@ class StateChain:
     states: dict       # state name -> LinkState
     seed: int | None = None
 
+    def has_errors(self, direction):
+        """Whether some state errs frames of `direction`: the data plane
+        draws no link error for a direction that has none."""
+        return any(state.error[direction] > 0 for state in self.states.values())
+
+
+def constant_errors(errors):
+    """A profile's `link_states` section for a link whose error probabilities
+    never change ({direction: p}): one state, which lasts for ever."""
+    return {"start": {"constant": 1}, "states": {"constant": {
+        "error": errors, "duration": {"distribution": "static", "value": "3600s"},
+        "next": {"constant": 1}}}}
+
 
 @dataclass(frozen=True)
 class Segment:

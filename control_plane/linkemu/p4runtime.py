@@ -119,6 +119,29 @@ class P4Info:
         struct = self.message.type_info.structs[digest.type_spec.struct.name]
         return [(m.name, m.type_spec.bitstring.bit.bitwidth) for m in struct.members]
 
+    def decode_entry(self, message):
+        """TableEntry of a protobuf TableEntry, as table_entry() encodes it."""
+        table = next(t for t in self.message.tables if t.preamble.id == message.table_id)
+        fields = {f.id: f.name for f in table.match_fields}
+        match = {}
+        for m in message.match:
+            kind = m.WhichOneof("field_match_type")
+            if kind == "exact":
+                match[fields[m.field_id]] = int.from_bytes(m.exact.value, "big")
+            elif kind == "ternary":
+                match[fields[m.field_id]] = Ternary(int.from_bytes(m.ternary.value, "big"),
+                                                    int.from_bytes(m.ternary.mask, "big"))
+            else:
+                match[fields[m.field_id]] = Range(int.from_bytes(m.range.low, "big"),
+                                                  int.from_bytes(m.range.high, "big"))
+        action = next(a for a in self.message.actions
+                      if a.preamble.id == message.action.action.action_id)
+        names = {p.id: p.name for p in action.params}
+        params = {names[p.param_id]: int.from_bytes(p.value, "big")
+                  for p in message.action.action.params}
+        return TableEntry(table.preamble.name, match, action.preamble.name, params,
+                          message.priority)
+
     def counter_names(self):
         return [c.preamble.name for c in self.message.counters]
 
@@ -309,6 +332,12 @@ class Switch:
                 yield from response.entities
         except grpc.RpcError as err:
             raise P4RuntimeError(_describe_rpc_error(err)) from None
+
+    def read_table(self, table):
+        """The entries installed in `table` (its default action aside)."""
+        query = p4runtime_pb2.Entity()
+        query.table_entry.table_id = self.p4info.table(table).preamble.id
+        return [self.p4info.decode_entry(found.table_entry) for found in self.read(query)]
 
     def sync_table(self, table, entries):
         """Makes `table` hold exactly `entries`: inserts, modifies and deletes

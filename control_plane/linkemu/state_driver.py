@@ -216,8 +216,7 @@ class RateDriver(ScheduleDriver):
 
     def write(self, change, instant):
         name, segment = change
-        direction = self.profile.directions()[name]
-        self.switch.modify([dataplane.link_params_entry(name, direction, segment.rate_bps,
+        self.switch.modify([dataplane.link_params_entry(self.profile, name, segment.rate_bps,
                                                         segment.down)])
 
     def row(self, change):

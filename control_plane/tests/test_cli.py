@@ -1,8 +1,10 @@
 """The CLI reports bad input and unreachable switches clearly, and checks
 profiles before it connects to anything."""
 
+from linkemu import cli
 from linkemu.bmv2 import free_tcp_port
 from linkemu.cli import main
+from linkemu.p4runtime import TableEntry
 
 
 def test_check_prints_both_directions(capsys, tmp_path):
@@ -53,3 +55,35 @@ link_states:
     assert main(["timeline", str(profile), "--seed", "3", "--duration", "30", "-o", str(second)]) == 0
     assert first.read_text() == second.read_text()
     assert first.read_text().count("\nb,") >= 8
+
+
+class PushedSwitch:
+    """A switch whose pushed profile draws no link errors."""
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+    def read_table(self, table):
+        return [TableEntry(table, {"m.pkt.dir": d}, "set_params", {"features": 0})
+                for d in (0, 1)]
+
+
+def test_states_refuses_a_switch_whose_profile_draws_no_errors(capsys, tmp_path, monkeypatch):
+    profile = tmp_path / "states.yaml"
+    profile.write_text("""
+downlink: {}
+uplink: {}
+link_states:
+  start: {a: 1}
+  states:
+    a: {error: {downlink: 0.5, uplink: 0}, duration: {distribution: static, value: 1s},
+        next: {a: 1}}
+""")
+    monkeypatch.setattr(cli, "_connect", lambda args: PushedSwitch())
+    assert main(["states", str(profile), "--duration", "1"]) == 1
+    err = capsys.readouterr().err
+    assert "its link states err the downlink," in err
+    assert f"push this profile first (linkemu push {profile})" in err

@@ -3,6 +3,7 @@ from p4.config.v1 import p4info_pb2
 
 from linkemu import dataplane
 from linkemu.dataplane import Port, PortLayout, byte_cost_q, link_params_entries
+from linkemu.link_states import constant_errors
 from linkemu.p4runtime import P4Info, P4RuntimeError, TableEntry, Ternary, encode
 from linkemu.profile import parse_profile
 
@@ -36,6 +37,56 @@ def test_features_name_what_a_direction_uses():
     assert down.params["features"] == (dataplane.FEATURE_LOSS_MODEL
                                        | dataplane.FEATURE_SOJOURN_RAMP)
     assert up.params["features"] == dataplane.FEATURE_DEFERRED | dataplane.FEATURE_PRIORITY
+
+
+def test_link_errors_feature_only_where_a_state_errs():
+    """A direction no state errs draws no link error: its frames need no pass
+    at the end of their serialization."""
+    static = {"distribution": "static", "value": "1s"}
+    profile = parse_profile({"downlink": {}, "uplink": {}, "link_states": {
+        "start": {"good": 1}, "states": {
+            "good": {"error": 0, "duration": static, "next": {"bad": 1}},
+            "bad": {"error": {"downlink": 0.3, "uplink": 0}, "duration": static,
+                    "next": {"good": 1}}}}})
+    down, up = link_params_entries(profile)
+    assert down.params["features"] == dataplane.FEATURE_LINK_ERRORS
+    assert up.params["features"] == 0
+    constant = parse_profile({"downlink": {}, "uplink": {},
+                              "link_states": constant_errors({"downlink": 0, "uplink": 0.1})})
+    down, up = link_params_entries(constant)
+    assert (down.params["features"], up.params["features"]) == (0, dataplane.FEATURE_LINK_ERRORS)
+
+
+class TableSwitch:
+    """Keeps the entries a push writes, table by table."""
+
+    def __init__(self):
+        self.tables = {}
+
+    def sync_table(self, table, entries):
+        self.tables[table] = list(entries)
+
+    def modify(self, entries):
+        for entry in entries:
+            self.tables.setdefault(entry.table, []).append(entry)
+
+
+def test_push_profile_writes_the_errors_only_a_single_state_fixes():
+    def pushed_errors(link_states):
+        data = {"downlink": {}, "uplink": {}}
+        if link_states:
+            data["link_states"] = link_states
+        switch = TableSwitch()
+        dataplane.push_profile(switch, parse_profile(data))
+        return [e.params["threshold"] for e in switch.tables.get(dataplane.LINK_STATE, [])]
+
+    assert pushed_errors(None) == [0, 0]
+    assert pushed_errors(constant_errors({"downlink": 0.5, "uplink": 0})) == [
+        dataplane.threshold(0.5), 0]
+    static = {"distribution": "static", "value": "1s"}
+    assert pushed_errors({"start": {"a": 1}, "states": {
+        "a": {"error": 0.1, "duration": static, "next": {"b": 1}},
+        "b": {"error": 0.2, "duration": static, "next": {"a": 1}}}}) == []
 
 
 def test_port_parsing():
@@ -108,6 +159,12 @@ def test_table_entry_encoding():
     assert message.action.action.params[0].value == b"\x01\x02"
     wildcard = info.table_entry(TableEntry("C.t", {"k": 1, "m": Ternary(0, 0)}, "a", {"p": 0}))
     assert len(wildcard.match) == 1  # a don't-care field is omitted
+
+
+def test_decode_entry_reads_back_what_table_entry_wrote():
+    info = small_p4info()
+    entry = TableEntry("C.t", {"k": 5, "m": Ternary(0xAB, 0xFF)}, "C.a", {"p": 258}, priority=3)
+    assert info.decode_entry(info.table_entry(entry)) == entry
 
 
 def test_table_entry_errors_name_what_is_wrong():

@@ -141,7 +141,7 @@ def test_a_varying_rate_defers_best_effort():
     queues = {(e.match["m.pkt.dir"], e.match["m.pkt.cls"]): e.params
               for e in dataplane.queue_params_entries(profile)}
     assert queues[(0, 0)]["deferred"] == 1 and queues[(1, 0)]["deferred"] == 0
-    outage = dataplane.link_params_entry("downlink", profile.downlink, 10e6, down=True)
+    outage = dataplane.link_params_entry(profile, "downlink", 10e6, down=True)
     assert outage.params == {**down.params, "down": 1}
 
 

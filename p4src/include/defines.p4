@@ -32,6 +32,7 @@ const features_t FEATURE_DEFERRED     = 4;   // best effort starts late: a prior
 const features_t FEATURE_DELAY_VARIATION = 8; // jitter or delay spikes
 const features_t FEATURE_PACKET_FAULTS = 16;  // reorder, duplicate, corrupt
 const features_t FEATURE_PRIORITY     = 32;  // traffic classes: a priority split
+const features_t FEATURE_LINK_ERRORS  = 64;  // a link state with errors: draws, ARQ
 
 // What became of a packet, in the event log.
 const bit<8> EVENT_RELEASED        = 0;   // left the far end of the link

@@ -44,7 +44,9 @@ control LinkClock(in time_us_t arrival_us, in bit<32> l3_len, in bool behind,
 
     // The start and the costs in an action, where ?: stays an expression
     // and p4c does not carry a result into the register write that stores
-    // it through a metadata temporary (see headers.p4).
+    // it through a metadata temporary (see headers.p4). A direction that
+    // can have no link error draws none: its packets are through the link
+    // already, and need no pass at the end of their serialization.
     action costs() {
         time_q_t now_q = ((time_q_t) arrival_us) << TIME_FRAC_BITS;
         time_q_t free = link_free > class_free ? link_free : class_free;
@@ -52,6 +54,8 @@ control LinkClock(in time_us_t arrival_us, in bit<32> l3_len, in bool behind,
         time_q_t bytes = (time_q_t) (l3_len + m.params.overhead_bytes);
         cost = bytes * (time_q_t) m.params.byte_cost_q;
         share_cost = bytes * (time_q_t) m.queue.share_cost_q;
+        m.pkt.flags = m.pkt.flags |
+                      (m.params.features & FEATURE_LINK_ERRORS == 0 ? PKT_LINK_DONE : 0);
     }
 
     apply {

@@ -5,7 +5,9 @@
 // the state timeline ahead of it, with its instant on the switch's clock). An
 // errored frame is retransmitted: delayed by retx_delay_us and drawn again
 // with the state current then. After max_retx failed retransmissions it is
-// lost. Without ARQ (max_retx = 0) an error loses the frame at once.
+// lost. Without ARQ (max_retx = 0) an error loses the frame at once. A
+// direction whose link states never err (FEATURE_LINK_ERRORS off) draws
+// nothing: LinkClock marks its frames through the link on arrival.
 #ifndef LINKEMU_LINK_ERRORS_P4
 #define LINKEMU_LINK_ERRORS_P4
 
