@@ -587,46 +587,57 @@ control LinkemuIngress(inout headers_t hdr, inout metadata_t meta,
 
     apply {
         // The hold loop's fast path: a held packet with nothing due goes
-        // straight round again. Most passes end here. A deferred packet
-        // sleeps until it heads its ring (then it looks every pass: its
-        // passes are events that settle it) or another event settled it; a
-        // due packet waiting for its turn in release order sleeps until its
-        // turn comes or it gives up waiting. It is here, not in LinkPass, and
-        // without a return: p4c turns a return into a flag checked before
-        // every statement that follows it, which the fast path would pay on
-        // every pass. (No locals here or anywhere in a pass: p4c makes each a
-        // metadata field, which BMv2 resets on every pass of every packet.)
-        if (std.instance_type == INSTANCE_TYPE_RECIRC &&
+        // straight round again, on one condition. Most passes end here. A
+        // deferred packet sleeps until it heads its ring (then it looks every
+        // pass: its passes are events that settle it) or another event
+        // settled it; a due packet waiting for its turn in release order
+        // sleeps until its turn comes or it gives up waiting. It is here, not
+        // in LinkPass, and without a return: p4c turns a return into a flag
+        // checked before every statement that follows it, which the fast path
+        // would pay on every pass. (No locals here or anywhere in a pass: p4c
+        // makes each a metadata field, which BMv2 resets on every pass of
+        // every packet.) A held packet's state is valid from its parser on;
+        // an arriving packet's only once LinkPass makes it valid: one test,
+        // cheaper than the instance type's.
+        if (hdr.link.pkt.isValid() &&
             hdr.link.pkt.now_us < hdr.link.pkt.wake_us &&
-            hdr.link.pkt.flags & (PKT_DEFERRED | PKT_TURN) != 0) {
-            if (hdr.link.pkt.flags & PKT_DEFERRED != 0) {
-                defer_head.read(hdr.link.pkt.peek, hdr.link.pkt.dir);
-            } else {
-                next_release.read(hdr.link.pkt.peek, hdr.link.pkt.dir);
-            }
-        }
-        if (std.instance_type == INSTANCE_TYPE_RECIRC &&
-            hdr.link.pkt.now_us < hdr.link.pkt.wake_us &&
-            ((hdr.link.pkt.flags & PKT_DEFERRED != 0 &&
-              (int<32>) (hdr.link.pkt.ticket - hdr.link.pkt.peek) > 0) ||
-             (hdr.link.pkt.flags & PKT_DEFERRED == 0 &&
-              (hdr.link.pkt.flags & PKT_TURN == 0 ||
-               (int<32>) (hdr.link.pkt.seq - hdr.link.pkt.peek) > 0)))) {
+            hdr.link.pkt.flags & (PKT_DEFERRED | PKT_TURN) == 0) {
             std.egress_spec = hold_port(hdr.link.pkt.seq);
         } else {
-            link_pass.apply(hdr, meta, std);
-            // One digest call for every event: BMv2 makes a learn list of each
-            // call, and P4Runtime configures only one list of a digest's name;
-            // another keeps BMv2's defaults and holds its events back for up to
-            // 16 samples or a second.
-            if (hdr.feature.isValid() && hdr.feature.report) {
-                digest<event_digest_t>(1, {hdr.feature.event.dir ++ hdr.feature.event.outcome ++
-                                           hdr.feature.event.seq ++ hdr.feature.event.length ++
-                                           hdr.feature.event.arrival_us ++
-                                           hdr.feature.event.start_us ++
-                                           hdr.feature.event.due_us ++
-                                           hdr.feature.event.event_us ++
-                                           hdr.feature.event.retx ++ hdr.feature.event.flags});
+            if (hdr.link.pkt.isValid() &&
+                hdr.link.pkt.now_us < hdr.link.pkt.wake_us) {
+                if (hdr.link.pkt.flags & PKT_DEFERRED != 0) {
+                    defer_head.read(hdr.link.pkt.peek, hdr.link.pkt.dir);
+                } else {
+                    next_release.read(hdr.link.pkt.peek, hdr.link.pkt.dir);
+                }
+            }
+            // Still asleep: its ticket, or its turn (PKT_TURN), has not come.
+            if (hdr.link.pkt.isValid() &&
+                hdr.link.pkt.now_us < hdr.link.pkt.wake_us &&
+                ((hdr.link.pkt.flags & PKT_DEFERRED != 0 &&
+                  (int<32>) (hdr.link.pkt.ticket - hdr.link.pkt.peek) > 0) ||
+                 (hdr.link.pkt.flags & PKT_DEFERRED == 0 &&
+                  (int<32>) (hdr.link.pkt.seq - hdr.link.pkt.peek) > 0))) {
+                std.egress_spec = hold_port(hdr.link.pkt.seq);
+            } else {
+                link_pass.apply(hdr, meta, std);
+                // One digest call for every event: BMv2 makes a learn list of
+                // each call, and P4Runtime configures only one list of a
+                // digest's name; another keeps BMv2's defaults and holds its
+                // events back for up to 16 samples or a second.
+                if (hdr.feature.isValid() && hdr.feature.report) {
+                    digest<event_digest_t>(1, {hdr.feature.event.dir ++
+                                               hdr.feature.event.outcome ++
+                                               hdr.feature.event.seq ++
+                                               hdr.feature.event.length ++
+                                               hdr.feature.event.arrival_us ++
+                                               hdr.feature.event.start_us ++
+                                               hdr.feature.event.due_us ++
+                                               hdr.feature.event.event_us ++
+                                               hdr.feature.event.retx ++
+                                               hdr.feature.event.flags});
+                }
             }
         }
     }
