@@ -39,7 +39,7 @@ def test_timeline_needs_link_states(capsys, tmp_path):
     assert "defines no link_states" in capsys.readouterr().err
 
 
-def test_timeline_is_drawn_from_the_seed(tmp_path):
+def states_profile(tmp_path):
     profile = tmp_path / "states.yaml"
     profile.write_text("""
 downlink: {}
@@ -50,6 +50,11 @@ link_states:
     a: {error: 0, duration: {distribution: uniform, min: 1s, max: 2s}, next: {b: 1}}
     b: {error: 1, duration: {distribution: static, value: 1s}, next: {a: 1}}
 """)
+    return profile
+
+
+def test_timeline_is_drawn_from_the_seed(tmp_path):
+    profile = states_profile(tmp_path)
     first, second = tmp_path / "1.csv", tmp_path / "2.csv"
     assert main(["timeline", str(profile), "--seed", "3", "--duration", "30", "-o", str(first)]) == 0
     assert main(["timeline", str(profile), "--seed", "3", "--duration", "30", "-o", str(second)]) == 0
@@ -72,18 +77,9 @@ class PushedSwitch:
 
 
 def test_states_refuses_a_switch_whose_profile_draws_no_errors(capsys, tmp_path, monkeypatch):
-    profile = tmp_path / "states.yaml"
-    profile.write_text("""
-downlink: {}
-uplink: {}
-link_states:
-  start: {a: 1}
-  states:
-    a: {error: {downlink: 0.5, uplink: 0}, duration: {distribution: static, value: 1s},
-        next: {a: 1}}
-""")
+    profile = states_profile(tmp_path)
     monkeypatch.setattr(cli, "_connect", lambda args: PushedSwitch())
     assert main(["states", str(profile), "--duration", "1"]) == 1
     err = capsys.readouterr().err
-    assert "its link states err the downlink," in err
+    assert "its link states err the downlink and uplink," in err
     assert f"push this profile first (linkemu push {profile})" in err
