@@ -105,7 +105,8 @@ header link_state_h {
     time_us_t   due_us;      // release instant at the far end
     time_us_t   now_us;      // clock read at the last egress pass
     bit<16>     flags;       // PKT_*: one field, not thirteen (below)
-    bit<9>      out_port;    // unicast destination, 0 = flood
+    bit<15>     out_port;    // unicast destination (a port), 0 = flood; as wide as
+                             // makes whole bytes: no pad field to reset
     bit<16>     flood_grp;   // multicast group of the far side
     time_us_t   attempt_us;  // next error draw: serialization end, + ARQ
     bit<8>      retx;        // retransmissions so far
@@ -115,7 +116,6 @@ header link_state_h {
     time_us_t   arrival_us;  // for the event log
     bit<32>     peek;        // the fast path's register read (a local is a
                              // metadata field, reset on every pass)
-    bit<6>      pad;         // whole bytes
 }
 
 // A packet's flags (link_state_h.flags), in one field: BMv2 zeroes a field

@@ -571,7 +571,7 @@ control LinkPass(inout headers_t hdr, inout metadata_t meta,
                         duplicated.count(hdr.link.pkt.dir);
                         std.mcast_grp = DUP_GROUP_BASE + (bit<16>) hdr.link.pkt.out_port;
                     } else {
-                        std.egress_spec = hdr.link.pkt.out_port;
+                        std.egress_spec = (bit<9>) hdr.link.pkt.out_port;
                     }
                 } else {
                     std.mcast_grp = hdr.link.pkt.flood_grp;

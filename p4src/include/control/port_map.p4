@@ -22,7 +22,7 @@ control PortMap(in bit<9> ingress_port, in ethernet_h ethernet, inout link_meta_
     }
 
     action to_port(bit<9> port) {
-        m.pkt.out_port = port;
+        m.pkt.out_port = (bit<15>) port;
     }
 
     action flood(bit<16> group) {
