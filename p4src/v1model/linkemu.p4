@@ -9,7 +9,7 @@
 // fields are reset and copied one by one on every pass. Ingress decides on
 // every pass, so all link state is touched by BMv2's single ingress thread
 // only. A pass with nothing due (the packet's wake_us is ahead) takes the
-// fast path in LinkemuIngress: two conditions, no table of the link model;
+// fast path in LinkemuIngress: one condition, no table of the link model;
 // every other pass is a full pass (LinkPass), several times dearer. The hold
 // ports spread the held packets over 16 egress queues because each holds 64
 // packets and simple_switch_grpc has no Thrift server to deepen it (16 x 64
