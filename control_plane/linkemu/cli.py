@@ -93,8 +93,8 @@ def _states(args):
     segments = _segments(args, chain)
     record = args.record or default_record_path(profile.name)
     with _connect(args) as switch:
-        undrawn = [d for d in dataplane.DIRECTION_IDS if chain.has_errors(d)
-                   and d not in dataplane.link_error_directions(switch)]
+        drawn = dataplane.link_error_directions(switch)
+        undrawn = [d for d in dataplane.DIRECTION_IDS if chain.has_errors(d) and d not in drawn]
         if undrawn:
             raise ValueError(f"{args.profile}: its link states err the {' and '.join(undrawn)}, "
                              "where the profile on the switch draws no link errors: push "

@@ -142,8 +142,7 @@ def features(profile, name):
 
 def link_error_directions(switch):
     """The directions for which the profile on the switch draws link errors."""
-    names = {number: name for name, number in DIRECTION_IDS.items()}
-    return {names[e.match["m.pkt.dir"]] for e in switch.read_table(LINK_PARAMS)
+    return {DIRECTION_NAMES[e.match["m.pkt.dir"]] for e in switch.read_table(LINK_PARAMS)
             if e.params["features"] & FEATURE_LINK_ERRORS}
 
 
