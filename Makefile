@@ -33,9 +33,10 @@ check-tools:
 	else echo "p4c and simple_switch_grpc found"; fi
 
 # The benchmark's baselines: plain port-to-port forwarding, a bare
-# recirculation hold loop, that loop in a program of linkemu's shape, and the
-# least link model.
-BASELINES := $(BUILD)/forward.json $(BUILD)/hold.json $(BUILD)/shape.json $(BUILD)/minimal_link.json
+# recirculation hold loop, that loop in a program of linkemu's shape, the
+# least link model, and linkemu's plain arrival in that model's form.
+BASELINES := $(BUILD)/forward.json $(BUILD)/hold.json $(BUILD)/shape.json \
+             $(BUILD)/minimal_link.json $(BUILD)/plain_arrival.json
 
 build: $(BUILD)/linkemu.json $(BASELINES)
 
@@ -51,6 +52,7 @@ $(BASELINES): $(BUILD)/%.json: bench/%.p4
 	p4c --target bmv2 --arch v1model --std p4-16 -o $(BUILD) \
 	    --p4runtime-files $(BUILD)/$*.p4info.txtpb $<
 $(BUILD)/hold.json $(BUILD)/shape.json: bench/hold_loop.p4
+$(BUILD)/plain_arrival.json: $(filter p4src/include/%,$(P4_SRCS))
 
 run: build
 	$(PYTHON) mininet/run.py --profile $(PROFILE) --fixed $(FIXED) --mobile $(MOBILE) \

@@ -30,7 +30,7 @@ from linkemu.dataplane import Port, PortLayout
 from linkemu.event_log import EventRecorder, check_timing, read_events
 from linkemu.fidelity import compare, loss_bursts
 from linkemu.link_states import constant_errors, walk
-from linkemu.p4runtime import Switch, TableEntry
+from linkemu.p4runtime import Switch, TableEntry, Ternary
 from linkemu.profile import parse_profile
 from linkemu.state_driver import StateDriver, running
 from linkemu.testbed import veth_switch, veth_testbed
@@ -45,9 +45,12 @@ BASELINE = (BUILD / "forward.p4info.txtpb", BUILD / "forward.json")
 HOLD_BASELINE = (BUILD / "hold.p4info.txtpb", BUILD / "hold.json")
 SHAPE_BASELINE = (BUILD / "shape.p4info.txtpb", BUILD / "shape.json")
 MINIMAL_BASELINE = (BUILD / "minimal_link.p4info.txtpb", BUILD / "minimal_link.json")
+PLAIN_BASELINE = (BUILD / "plain_arrival.p4info.txtpb", BUILD / "plain_arrival.json")
 PROGRAMS = {"linkemu": LINKEMU, "forward": BASELINE, "hold": HOLD_BASELINE,
-            "shape": SHAPE_BASELINE, "minimal_link": MINIMAL_BASELINE}
+            "shape": SHAPE_BASELINE, "minimal_link": MINIMAL_BASELINE,
+            "plain_arrival": PLAIN_BASELINE}
 MINIMAL_LINK = "MinimalIngress.link"
+PLAIN = "PlainIngress."
 LAYOUT = PortLayout(fixed=(Port(1),), mobile=(Port(2),))
 SIZE = 500
 HELD = (10, 20, 50, 100, 200, 500)   # frames held at once by the hold-loop runs
@@ -72,6 +75,23 @@ def minimal_link_entries(direction):
             for way in (0, 1)]
 
 
+def plain_arrival_entries(direction):
+    """bench/plain_arrival.p4's port map (port 1 <-> port 2, as LAYOUT) and its
+    link, both ways, from a profile's direction: its rate, per-frame overhead,
+    delay and router queue limits."""
+    link = {"byte_cost_q": dataplane.byte_cost_q(direction.rate_bps),
+            "overhead_bytes": direction.overhead_bytes, "delay_us": direction.delay_us,
+            "queue_limit": direction.queue_packets,
+            "queue_bytes_limit": direction.queue_bytes or 0}
+    return [entry for way, (port, far) in enumerate(((1, 2), (2, 1))) for entry in (
+        TableEntry(f"{PLAIN}port_map", {"std.ingress_port": port}, f"{PLAIN}set_direction",
+                   {"dir": way}),
+        TableEntry(f"{PLAIN}forward",
+                   {"hdr.link.dir": way, "hdr.ethernet.dst_addr": Ternary(0, 0)},
+                   f"{PLAIN}to_port", {"port": far}, priority=1),
+        TableEntry(f"{PLAIN}link", {"hdr.link.dir": way}, f"{PLAIN}arrive", link))]
+
+
 def percentiles(values_s):
     ordered = sorted(values_s)
     if not ordered:
@@ -87,6 +107,7 @@ def tx_s(size, rate_bps):
 class Bench:
     def __init__(self, switch, peers, quick, linkemu=True):
         self.switch, self.peers, self.quick, self.linkemu = switch, peers, quick, linkemu
+        self.link_entries = None   # a baseline's link, from a profile's downlink
         self.warnings = []
         self.unaccounted = 0   # frames the counters lost track of so far
         self.last_sent = "nothing"   # what the frames of the latest send measured
@@ -99,8 +120,15 @@ class Bench:
         self.wait_until_idle()
         if self.linkemu:
             dataplane.push_profile(self.controller, profile)
-        else:   # bench/minimal_link.p4, the only baseline with a link
-            self.controller.sync_table(MINIMAL_LINK, minimal_link_entries(profile.downlink))
+            return
+        entries = self.link_entries(profile.downlink)
+        for table in dict.fromkeys(e.table for e in entries):
+            self.controller.sync_table(table, [e for e in entries if e.table == table])
+
+    def load(self, program, link_entries=None):
+        """A baseline program, and for one with a link its entries' writer."""
+        self.controller.set_pipeline(*program)
+        self.link_entries = link_entries
 
     def wait_until_idle(self, timeout=30):
         """Frames lost inside BMv2 itself (a full queue of its own) are never
@@ -514,17 +542,21 @@ def run_baseline(quick):
             results["latency"] = {**percentiles(run.latencies()),
                                   "latencies_ms": [round(x * 1e3, 4) for x in run.latencies()]}
             results["zero_delay"] = bench.zero_delay_throughput(None)
-            bench.controller.set_pipeline(*SHAPE_BASELINE)
+            bench.load(SHAPE_BASELINE)
             results["shape"] = {"saturated": bench.saturated_rate(),
                                 "hold_floor": bench.hold_floor(None)}
             # The least link model, in linkemu's loaded cells up to the targets' rate.
-            bench.controller.set_pipeline(*MINIMAL_BASELINE)
+            bench.load(MINIMAL_BASELINE, minimal_link_entries)
             bench.warm_up()
             results["minimal_link"] = {
                 "delay": [bench.delay_cell(rate, delay, "loaded")
                           for rate, delay in delay_grid(quick) if rate <= TARGET_RATE_BPS],
                 "zero_delay": bench.zero_delay_throughput(link())}
-            bench.controller.set_pipeline(*HOLD_BASELINE)
+            # linkemu's plain arrival in the least link model's form.
+            bench.load(PLAIN_BASELINE, plain_arrival_entries)
+            bench.warm_up()
+            results["plain_arrival"] = {"zero_delay": bench.zero_delay_throughput(link())}
+            bench.load(HOLD_BASELINE)
             results["hold_floor"] = bench.hold_floor(None)
         finally:
             bench.close()
