@@ -611,16 +611,18 @@ control LinkemuIngress(inout headers_t hdr, inout metadata_t meta,
                 } else {
                     next_release.read(hdr.link.pkt.peek, hdr.link.pkt.dir);
                 }
+                // Still asleep: its ticket, or its turn (PKT_TURN), has not come.
+                if ((hdr.link.pkt.flags & PKT_DEFERRED != 0 &&
+                     (int<32>) (hdr.link.pkt.ticket - hdr.link.pkt.peek) > 0) ||
+                    (hdr.link.pkt.flags & PKT_DEFERRED == 0 &&
+                     (int<32>) (hdr.link.pkt.seq - hdr.link.pkt.peek) > 0)) {
+                    std.egress_spec = hold_port(hdr.link.pkt.seq);
+                }
             }
-            // Still asleep: its ticket, or its turn (PKT_TURN), has not come.
-            if (hdr.link.pkt.isValid() &&
-                hdr.link.pkt.now_us < hdr.link.pkt.wake_us &&
-                ((hdr.link.pkt.flags & PKT_DEFERRED != 0 &&
-                  (int<32>) (hdr.link.pkt.ticket - hdr.link.pkt.peek) > 0) ||
-                 (hdr.link.pkt.flags & PKT_DEFERRED == 0 &&
-                  (int<32>) (hdr.link.pkt.seq - hdr.link.pkt.peek) > 0))) {
-                std.egress_spec = hold_port(hdr.link.pkt.seq);
-            } else {
+            // Not sent round: a full pass. (Every pass starts with egress_spec
+            // 0, a port never attached: a test of one field, where the held
+            // state's would be three.)
+            if (std.egress_spec == 0) {
                 link_pass.apply(hdr, meta, std);
                 // One digest call for every event: BMv2 makes a learn list of
                 // each call, and P4Runtime configures only one list of a

@@ -10,6 +10,7 @@ control LinkParams(inout link_meta_t m) {
                       time_us_t delay_us, time_us_t stall_us,
                       time_us_t retx_delay_us, bit<8> max_retx,
                       features_t features, bit<1> down) {
+        m.params.setValid();
         m.params.byte_cost_q = byte_cost_q;
         m.params.overhead_bytes = overhead_bytes;
         m.params.delay_us = delay_us;
@@ -22,6 +23,7 @@ control LinkParams(inout link_meta_t m) {
 
     // Without an entry a direction is an ideal wire: no rate limit, no delay.
     action ideal() {
+        m.params.setValid();
         m.params.byte_cost_q = 0;
         m.params.overhead_bytes = 0;
         m.params.delay_us = 0;
@@ -39,8 +41,9 @@ control LinkParams(inout link_meta_t m) {
         size = 2;
     }
 
+    // The header is made valid in the actions: alone before the table, it
+    // would be a table of its own, which BMv2 charges on every full pass.
     apply {
-        m.params.setValid();
         link_params.apply();
     }
 }

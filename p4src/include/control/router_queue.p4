@@ -11,6 +11,7 @@ control QueueParams(inout link_meta_t m) {
 
     action set_queue(bit<32> queue_limit, bit<32> queue_bytes_limit,
                      bit<48> share_cost_q, bit<1> deferred, bit<1> aqm) {
+        m.queue.setValid();
         m.queue.queue_limit = queue_limit;
         m.queue.queue_bytes_limit = queue_bytes_limit;
         m.queue.share_cost_q = share_cost_q;
@@ -22,6 +23,7 @@ control QueueParams(inout link_meta_t m) {
     // Without an entry a class has no router queue: only a packet that finds
     // the link free gets through (an ideal link never queues).
     action no_queue() {
+        m.queue.setValid();
         m.queue.queue_limit = 0;
         m.queue.queue_bytes_limit = 0;
         m.queue.share_cost_q = 0;
@@ -41,8 +43,7 @@ control QueueParams(inout link_meta_t m) {
     }
 
     apply {
-        m.queue.setValid();
-        queue_params.apply();
+        queue_params.apply();   // its actions make the header valid (see LinkParams)
     }
 }
 
