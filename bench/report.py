@@ -63,8 +63,8 @@ def assess(report):
     BMv2 can do by recirculation) and beside the least link model in the same
     cell; a missed throughput target beside the least link model's and
     linkemu's plain arrival in the least model's form: where they miss too,
-    the limit is BMv2's own (for any link model, or for any form of
-    linkemu's)."""
+    the limit is BMv2's own (for any link model, or for linkemu's model in
+    that form)."""
     emu, base = report["linkemu"], report["baseline"]
     cells = [c for c in emu["delay"] if c["rate_bps"] <= TARGET_RATE_BPS and "p99_ms" in c]
     worst = max(cells, key=lambda c: c["p99_ms"])
