@@ -15,7 +15,7 @@ DIRECTION_NAMES = {v: k for k, v in DIRECTION_IDS.items()}
 CLASS_IDS = {"best_effort": 0, "priority": 1}
 TIME_FRAC_BITS = 20           # p4src/include/defines.p4
 ETH_HEADER_BYTES = 14         # not part of the emulated link (defines.p4)
-HOLD_PORTS = range(448, 512, 4)  # p4src/v1model/linkemu.p4: never attach these
+HOLD_PORTS = range(448, 512, 4)  # p4src/v1model/linkemu.p4 (+1: its turn lane): never attach
 FLOOD_GROUPS = {"downlink": 1, "uplink": 2}
 # With in-order release, a packet waits past its due instant for earlier
 # packets at most the longest ARQ hold plus this margin; only a predecessor

@@ -17,6 +17,16 @@
 // one BMv2 egress worker serves them all, which keeps the loop on two
 // threads.
 //
+// Turn lane: a due packet waiting for its turn in release order goes round
+// on the port beside its hold port (= 1 mod 4: egress worker 1), not behind
+// the held packets queued for worker 0, so it is looked at again within a
+// few passes of its turn coming, not a round of the loop later. Packets join
+// the loop wherever its round stands when they arrive, so its order is not
+// link order; behind the main loop alone, packets due at once left one or
+// two a round, and the wait added up from packet to packet (a loaded 10
+// Mbit/s, 300 ms link: p99 293 ms late; with the lane 30-34 ms,
+// docs/benchmark.md).
+//
 // Deferred best effort (a profile's priority split, or a rate that changes
 // over time): the waiting best-effort packets of a direction are a ring of
 // tickets with their arrival and sizes;
@@ -45,8 +55,9 @@
 
 const bit<32> INSTANCE_TYPE_RECIRC = 4;
 const bit<9>  CPU_PORT = 255;         // simple_switch_grpc --cpu-port: P4Runtime packet I/O
-const bit<9>  HOLD_PORT_BASE = 448;   // 448, 452, .. 508: never attach these
+const bit<9>  HOLD_PORT_BASE = 448;   // 448, 452, .. 508; no port from 448 up is attached
 const bit<9>  HOLD_PORT_MASK = 15;    // 16 hold ports, chosen by sequence number
+const bit<9>  TURN_PORT_OFFSET = 1;   // 449, 453, .. 509: the turn lane
 const bit<8>  FL_HOLD = 1;            // empty (p4c warns so): the state rides in the packet
 const bit<16> DUP_GROUP_BASE = 256;   // + port: that port twice (PacketFaults' duplicate)
 // HELD_CELLS: BMv2 counts a held packet's bytes with the state it carries
@@ -71,6 +82,10 @@ register<bit<32>>(NUM_DIRECTIONS) defer_head;   // a direction's next deferred t
 // packets over the hold ports.
 bit<9> hold_port(in seq_t seq) {
     return HOLD_PORT_BASE + (((bit<9>) seq & HOLD_PORT_MASK) << 2);
+}
+
+bit<9> turn_port(in seq_t seq) {
+    return hold_port(seq) + TURN_PORT_OFFSET;
 }
 
 bit<32> defer_slot(in direction_t dir, in bit<32> ticket) {
@@ -535,8 +550,9 @@ control LinkPass(inout headers_t hdr, inout metadata_t meta,
                 // Sleep until the next event: serialization starts, an error draw,
                 // the due instant (never, for a deferred packet: see the fast
                 // path), or for a packet waiting for its turn in release order,
-                // the instant it gives up waiting.
+                // in the turn lane, the instant it gives up waiting.
                 if (hdr.pass.blocked) {
+                    std.egress_spec = turn_port(hdr.link.pkt.seq);
                     hdr.link.pkt.flags = hdr.link.pkt.flags | PKT_TURN;
                     hdr.link.pkt.wake_us = hdr.link.pkt.due_us + hdr.link.params.stall_us;
                 } else {
@@ -612,11 +628,12 @@ control LinkemuIngress(inout headers_t hdr, inout metadata_t meta,
                     next_release.read(hdr.link.pkt.peek, hdr.link.pkt.dir);
                 }
                 // Still asleep: its ticket, or its turn (PKT_TURN), has not come.
-                if ((hdr.link.pkt.flags & PKT_DEFERRED != 0 &&
-                     (int<32>) (hdr.link.pkt.ticket - hdr.link.pkt.peek) > 0) ||
-                    (hdr.link.pkt.flags & PKT_DEFERRED == 0 &&
-                     (int<32>) (hdr.link.pkt.seq - hdr.link.pkt.peek) > 0)) {
+                if (hdr.link.pkt.flags & PKT_DEFERRED != 0 &&
+                    (int<32>) (hdr.link.pkt.ticket - hdr.link.pkt.peek) > 0) {
                     std.egress_spec = hold_port(hdr.link.pkt.seq);
+                } else if (hdr.link.pkt.flags & PKT_DEFERRED == 0 &&
+                           (int<32>) (hdr.link.pkt.seq - hdr.link.pkt.peek) > 0) {
+                    std.egress_spec = turn_port(hdr.link.pkt.seq);
                 }
             }
             // Not sent round: a full pass. (Every pass starts with egress_spec
