@@ -110,10 +110,11 @@ control PlainIngress(inout plain_headers_t hdr, inout plain_metadata_t meta,
         size = 64;
     }
     action to_port(bit<9> port) {
-        hdr.link.out_port = (bit<15>) port;
+        hdr.link.dest = (bit<16>) port;
     }
     action flood(bit<16> group) {
-        hdr.link.flood_grp = group;
+        hdr.link.dest = group;
+        hdr.link.flags = PKT_FLOOD;
     }
     table forward {
         key = {
@@ -135,7 +136,7 @@ control PlainIngress(inout plain_headers_t hdr, inout plain_metadata_t meta,
         bool full = hdr.pass.waiting >= queue_limit ||
                     (queue_bytes_limit != 0 &&
                      hdr.pass.waiting_bytes + hdr.pass.l3_len > queue_bytes_limit);
-        hdr.link.flags = (start > now_q ? PKT_QUEUED : 0) |
+        hdr.link.flags = hdr.link.flags | (start > now_q ? PKT_QUEUED : 0) |
                          (start > now_q && full ? 0 : PKT_ADMITTED);
         hdr.link.start_us = (time_us_t) ((start + TIME_FRAC_MASK) >> TIME_FRAC_BITS);
         // Last: start reads the clock as it came in.
@@ -160,7 +161,7 @@ control PlainIngress(inout plain_headers_t hdr, inout plain_metadata_t meta,
             if (port_map.apply().hit) {
                 forward.apply();
             }
-            if (hdr.link.out_port == 0 && hdr.link.flood_grp == 0) {
+            if (hdr.link.dest == 0) {
                 mark_to_drop(std);
                 exit;
             }
@@ -208,10 +209,10 @@ control PlainIngress(inout plain_headers_t hdr, inout plain_metadata_t meta,
             hdr.pass.next = hdr.pass.next + 1;
             next_release.write(hdr.link.dir, hdr.pass.next);
             hdr.link.flags = hdr.link.flags | PKT_RELEASED;
-            if (hdr.link.out_port != 0) {
-                std.egress_spec = (bit<9>) hdr.link.out_port;
+            if (hdr.link.flags & PKT_FLOOD == 0) {
+                std.egress_spec = (bit<9>) hdr.link.dest;
             } else {
-                std.mcast_grp = hdr.link.flood_grp;
+                std.mcast_grp = hdr.link.dest;
             }
         } else {
             std.egress_spec = HOLD_PORT_BASE + (((bit<9>) hdr.link.seq & HOLD_PORT_MASK) << 2);

@@ -36,5 +36,6 @@ def test_the_controller_takes_off_as_many_bytes_as_a_held_packet_carries():
     widths = {t["name"]: sum(f[1] for f in t["fields"]) for t in program["header_types"]}
     assert widths["link_state_h"] == 8 * dataplane.LINK_STATE_BYTES
     sizes = {c["name"].rsplit(".", 1)[-1]: c["size"] for c in program["counter_arrays"]}
-    for name in dataplane.HELD_CELLS:
-        assert sizes[name] == 2 * (4 if name in dataplane.QUEUE_COUNTERS else 2), name
+    for name in dataplane.HELD_CELLS + dataplane.HELD_ONLY:
+        cells = 4 if name in dataplane.QUEUE_COUNTERS else 2
+        assert sizes[name] == (2 * cells if name in dataplane.HELD_CELLS else cells), name

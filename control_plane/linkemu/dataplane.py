@@ -54,14 +54,17 @@ QUEUE_COUNTERS = ("drop_queue", "drop_aqm", "drop_aqm_ect", "ecn_marks", "ramp_m
 # A held packet carries its state (link_state_h) ahead of the frame, and BMv2
 # counts those bytes too. The counters that can count a held packet have a
 # second half of cells for held packets (HELD_CELLS in linkemu.p4), which
-# counter_cells folds into the first less the state's bytes.
-HELD_CELLS = ("link_out", "queue_leave", "drop_link_error")
-LINK_STATE_BYTES = 59
+# counter_cells folds into the first less the state's bytes; queue_leave
+# counts held packets only.
+HELD_CELLS = ("link_out", "drop_link_error")
+HELD_ONLY = ("queue_leave",)
+LINK_STATE_BYTES = 62
 
 
 def queue_index(direction, cls):
-    """The index of a class's router queue in per-class registers and counters."""
-    return DIRECTION_IDS[direction] * 2 + CLASS_IDS[cls]
+    """The index of a class's router queue in per-class registers and counters
+    (a direction's best effort has its direction's)."""
+    return CLASS_IDS[cls] * 2 + DIRECTION_IDS[direction]
 
 
 def byte_cost_q(rate_bps):
@@ -95,7 +98,10 @@ def stall_us(direction):
 # Names in the P4 program: the link model's tables and actions are in the
 # control LinkPass, applied by LinkemuIngress.
 PASS = "LinkemuIngress.link_pass."
+LINK = f"{PASS}link_arrival.link"
 LINK_PARAMS = f"{PASS}link_params.link_params"
+RELEASE = f"{PASS}release.release"
+ARQ = f"{PASS}link_errors.arq"
 TRAFFIC_CLASS = f"{PASS}traffic_class.traffic_class"
 QUEUE_PARAMS = f"{PASS}queue_params.queue_params"
 LINK_STATE = f"{PASS}link_errors.link_state"
@@ -140,6 +146,47 @@ def features(profile, name):
             | (FEATURE_LINK_ERRORS if link_errors else 0))
 
 
+def is_plain(profile, name):
+    """Whether direction `name` has no optional feature but link errors and
+    no RED: its arrival then takes the data plane's cheapest path."""
+    direction = profile.directions()[name]
+    return features(profile, name) & ~FEATURE_LINK_ERRORS == 0 and direction.red is None
+
+
+def link_entries(profile):
+    """How each direction's arrival goes: a plain direction's with its
+    parameters in place, the others' through link_params and the rest."""
+    entries = []
+    for name, direction in profile.directions().items():
+        match = {"m.pkt.dir": DIRECTION_IDS[name]}
+        if not is_plain(profile, name):
+            entries.append(TableEntry(LINK, match, f"{PASS}link_arrival.featured"))
+            continue
+        entries.append(TableEntry(LINK, match, f"{PASS}link_arrival.plain", {
+            "byte_cost_q": byte_cost_q(direction.rate_bps),
+            "overhead_bytes": direction.overhead_bytes,
+            "delay_us": direction.delay_us,
+            "queue_limit": direction.queue_packets,
+            "queue_bytes_limit": direction.queue_bytes or 0,
+            "link_errors": int(bool(features(profile, name) & FEATURE_LINK_ERRORS))}))
+    return entries
+
+
+def release_entries(profile):
+    """How long a due packet of each direction waits for earlier ones."""
+    return [TableEntry(RELEASE, {"m.pkt.dir": DIRECTION_IDS[name]}, f"{PASS}release.decide",
+                       {"stall_us": stall_us(direction)})
+            for name, direction in profile.directions().items()]
+
+
+def arq_entries(profile):
+    """Link-layer retransmission of the directions that have it."""
+    return [TableEntry(ARQ, {"m.pkt.dir": DIRECTION_IDS[name]}, f"{PASS}link_errors.retransmit",
+                       {"max_retx": direction.arq.max_retransmissions,
+                        "retx_delay_us": direction.arq.delay_us})
+            for name, direction in profile.directions().items() if direction.arq]
+
+
 def link_error_directions(switch):
     """The directions for which the profile on the switch draws link errors."""
     return {DIRECTION_NAMES[e.match["m.pkt.dir"]] for e in switch.read_table(LINK_PARAMS)
@@ -148,9 +195,9 @@ def link_error_directions(switch):
 
 def link_params_entry(profile, name, rate_bps, down=False):
     """Direction `name`'s parameters at `rate_bps` (the rate over time changes
-    only that), or with the link down (an outage)."""
+    only that), or with the link down (an outage): what the arrival of a
+    direction with optional features, and a deferred packet's passes, read."""
     direction = profile.directions()[name]
-    arq = direction.arq
     return TableEntry(
         table=LINK_PARAMS,
         match={"m.pkt.dir": DIRECTION_IDS[name]},
@@ -159,9 +206,6 @@ def link_params_entry(profile, name, rate_bps, down=False):
             "byte_cost_q": byte_cost_q(rate_bps),
             "overhead_bytes": direction.overhead_bytes,
             "delay_us": direction.delay_us,
-            "stall_us": stall_us(direction),
-            "retx_delay_us": arq.delay_us if arq else 0,
-            "max_retx": arq.max_retransmissions if arq else 0,
             "features": features(profile, name),
             "down": int(down),
         })
@@ -187,7 +231,7 @@ class ClassQueue:
     deferred: bool   # best effort behind a priority class, or under a varying rate
 
     def key(self):
-        return {"m.pkt.dir": DIRECTION_IDS[self.direction], "m.pkt.cls": CLASS_IDS[self.cls]}
+        return {"m.pkt.queue": queue_index(self.direction, self.cls)}
 
 
 def class_queues(profile):
@@ -485,6 +529,9 @@ def push_profile(switch, profile):
     switch.sync_table(QUEUE_PARAMS, queue_params_entries(profile))
     switch.sync_table(TRAFFIC_CLASS, traffic_class_entries(profile))
     switch.sync_table(LINK_PARAMS, link_params_entries(profile))
+    switch.sync_table(RELEASE, release_entries(profile))
+    switch.sync_table(ARQ, arq_entries(profile))
+    switch.sync_table(LINK, link_entries(profile))
     switch.sync_table(LOSS_MODEL, loss_model_entries(profile))
     switch.sync_table(JITTER, jitter_entries(profile))
     switch.sync_table(DELAY_SPIKES, delay_spike_entries(profile))
@@ -509,6 +556,9 @@ def in_flight(counters, direction):
 def counter_cells(switch, name):
     """{index: (packets, bytes)} of a counter, every byte count the frame's."""
     cells = {c.index: (c.packets, c.bytes) for c in switch.read_counter(name)}
+    if name in HELD_ONLY:
+        return {i: (packets, octets - LINK_STATE_BYTES * packets)
+                for i, (packets, octets) in cells.items()}
     if name not in HELD_CELLS:
         return cells
     half = len(cells) // 2

@@ -57,6 +57,45 @@ def test_link_errors_feature_only_where_a_state_errs():
     assert (down.params["features"], up.params["features"]) == (0, dataplane.FEATURE_LINK_ERRORS)
 
 
+def test_a_plain_direction_takes_its_parameters_in_its_arrival():
+    """A direction with no optional feature but link errors, and no RED, is
+    plain: its link entry carries the whole arrival's parameters."""
+    profile = parse_profile({
+        "downlink": {"rate": "64kbit", "delay": "300ms", "queue": 20, "queue_bytes": "3000B",
+                     "overhead": 8},
+        "uplink": {"rate": "1Mbit", "loss": {"model": "bernoulli", "p": 0.01}},
+        "link_states": constant_errors({"downlink": 0.1, "uplink": 0})})
+    assert dataplane.is_plain(profile, "downlink") and not dataplane.is_plain(profile, "uplink")
+    down, up = dataplane.link_entries(profile)
+    assert down.match == {"m.pkt.dir": 0} and down.action.endswith("link_arrival.plain")
+    assert down.params == {"byte_cost_q": byte_cost_q(64_000), "overhead_bytes": 8,
+                           "delay_us": 300_000, "queue_limit": 20, "queue_bytes_limit": 3000,
+                           "link_errors": 1}
+    assert up.match == {"m.pkt.dir": 1} and up.action.endswith("link_arrival.featured")
+    assert up.params == {}
+
+
+def test_red_takes_a_direction_off_the_plain_arrival():
+    profile = parse_profile({"downlink": {"rate": "1Mbit", "queue": 100, "red": {
+        "min": 5, "max": 15, "max_p": 0.1, "weight": 0.002}}, "uplink": {}})
+    assert not dataplane.is_plain(profile, "downlink") and dataplane.is_plain(profile, "uplink")
+
+
+def test_release_and_arq_have_entries_of_their_own():
+    profile = parse_profile({
+        "downlink": {"delay": "300ms",
+                     "arq": {"delay": "700ms", "max_retransmissions": 2, "in_order": True}},
+        "uplink": {"arq": {"delay": "100ms", "max_retransmissions": 1, "in_order": False}}})
+    down, up = dataplane.release_entries(profile)
+    assert down.params == {"stall_us": 2 * 700_000 + dataplane.STALL_MARGIN_US}
+    assert up.params == {"stall_us": 0}
+    down, up = dataplane.arq_entries(profile)
+    assert (down.match, down.params) == ({"m.pkt.dir": 0},
+                                         {"max_retx": 2, "retx_delay_us": 700_000})
+    assert (up.match, up.params) == ({"m.pkt.dir": 1}, {"max_retx": 1, "retx_delay_us": 100_000})
+    assert dataplane.arq_entries(parse_profile({"downlink": {}, "uplink": {}})) == []
+
+
 class TableSwitch:
     """Keeps the entries a push writes, table by table."""
 
@@ -238,23 +277,25 @@ def test_without_priority_each_direction_has_one_immediate_queue():
                              "uplink": {"queue": 1}})
     entries = dataplane.queue_params_entries(profile)
     assert [(e.match, e.params) for e in entries] == [
-        ({"m.pkt.dir": 0, "m.pkt.cls": 0}, {"queue_limit": 20, "queue_bytes_limit": 3000,
-                                    "share_cost_q": 0, "deferred": 0, "aqm": 0}),
-        ({"m.pkt.dir": 1, "m.pkt.cls": 0}, {"queue_limit": 1, "queue_bytes_limit": 0,
-                                    "share_cost_q": 0, "deferred": 0, "aqm": 0})]
+        ({"m.pkt.queue": 0}, {"queue_limit": 20, "queue_bytes_limit": 3000,
+                              "share_cost_q": 0, "deferred": 0, "aqm": 0}),
+        ({"m.pkt.queue": 1}, {"queue_limit": 1, "queue_bytes_limit": 0,
+                              "share_cost_q": 0, "deferred": 0, "aqm": 0})]
     assert dataplane.traffic_class_entries(profile) == []
 
 
 def test_priority_split_gives_two_queues_with_shares_and_deferred_best_effort():
-    entries = {(e.match["m.pkt.dir"], e.match["m.pkt.cls"]): e.params
+    entries = {e.match["m.pkt.queue"]: e.params
                for e in dataplane.queue_params_entries(priority_profile())}
-    assert entries[(0, 0)] == {"queue_limit": 20, "queue_bytes_limit": 11000,
+    downlink, priority = (dataplane.queue_index("downlink", c) for c in dataplane.CLASS_IDS)
+    uplink, uplink_priority = (dataplane.queue_index("uplink", c) for c in dataplane.CLASS_IDS)
+    assert entries[downlink] == {"queue_limit": 20, "queue_bytes_limit": 11000,
                                "share_cost_q": byte_cost_q(16_000), "deferred": 1,
                                "aqm": 1}
-    assert entries[(0, 1)] == {"queue_limit": 5, "queue_bytes_limit": 0,
+    assert entries[priority] == {"queue_limit": 5, "queue_bytes_limit": 0,
                                "share_cost_q": byte_cost_q(32_000), "deferred": 0,
                                "aqm": 0}
-    assert entries[(1, 0)]["deferred"] == 0 and (1, 1) not in entries
+    assert entries[uplink]["deferred"] == 0 and uplink_priority not in entries
 
 
 def test_traffic_class_entries_match_what_is_given_and_port_either_way():
@@ -273,8 +314,9 @@ def test_traffic_class_entries_match_what_is_given_and_port_either_way():
 def test_red_entries_are_keyed_by_class():
     entries = dataplane.red_entries(priority_profile())
     params = entries[dataplane.RED_PARAMS]
-    assert [e.match for e in params] == [{"m.pkt.dir": 0, "m.pkt.cls": 0}]
-    assert all(e.match["m.pkt.cls"] == 0 for e in entries[dataplane.RED_CURVE])
+    best_effort = dataplane.queue_index("downlink", "best_effort")
+    assert [e.match for e in params] == [{"m.pkt.queue": best_effort}]
+    assert all(e.match["m.pkt.queue"] == best_effort for e in entries[dataplane.RED_CURVE])
 
 
 class FakeCounterSwitch:
@@ -305,12 +347,24 @@ def test_held_packets_cells_are_folded_in_without_the_state_they_carry():
                                                               "uplink": (1, 100)}
 
 
+def test_a_counter_of_held_packets_only_loses_the_state_they_carry():
+    from types import SimpleNamespace
+
+    class Switch:
+        def read_counter(self, name):
+            return [SimpleNamespace(index=0, packets=2, bytes=200 + 2 * dataplane.LINK_STATE_BYTES),
+                    SimpleNamespace(index=1, packets=0, bytes=0)]
+
+    assert dataplane.counter_cells(Switch(), "queue_leave") == {0: (2, 200), 1: (0, 0)}
+
+
 def test_queue_counters_are_read_per_class_and_summed_per_direction():
     counters = dataplane.read_counters(FakeCounterSwitch())
     assert counters["link_in"] == {"downlink": (1, 10), "uplink": (2, 20)}
+    # A direction's best effort has its direction's index, priority 2 more.
     assert counters["drop_queue"] == {
-        "downlink/best_effort": (1, 10), "downlink/priority": (2, 20), "downlink": (3, 30),
-        "uplink/best_effort": (3, 30), "uplink/priority": (4, 40), "uplink": (7, 70)}
+        "downlink/best_effort": (1, 10), "downlink/priority": (3, 30), "downlink": (4, 40),
+        "uplink/best_effort": (2, 20), "uplink/priority": (4, 40), "uplink": (6, 60)}
 
 
 def test_in_flight_counts_each_frame_once():

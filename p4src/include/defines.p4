@@ -13,13 +13,14 @@ const direction_t DIR_UPLINK   = 1;   // mobile -> fixed
 const bit<32>     NUM_DIRECTIONS = 2;
 
 // Two traffic classes per direction, each with its own router queue: queue
-// index = direction x 2 + class.
+// index = class x 2 + direction, so that a direction's best effort is its
+// direction's index.
 const bit<1>  CLASS_BEST_EFFORT = 0;
 const bit<1>  CLASS_PRIORITY = 1;
 const bit<32> NUM_QUEUES = 4;
 
 bit<32> queue_index(in direction_t dir, in bit<1> cls) {
-    return (dir << 1) | (bit<32>) cls;
+    return ((bit<32>) cls << 1) | dir;
 }
 
 // Optional features of a direction (link_params' features bitmap): an

@@ -47,42 +47,25 @@ header l4_h {
     bit<32> word;
 }
 
-// Link parameters of one direction, loaded from the link_params table on
-// every full pass, with the register indices of the direction's queues. A
-// header, like queue_params_h, so the hold loop's fast path never resets it
-// (see pass_h).
+// The parameters of a direction with optional features (link_params), and
+// of its packet's router queue (queue_params): made valid by such a
+// direction's arrival and by the passes of its deferred packets. A plain
+// direction's arrival takes its parameters in place (LinkArrival), and release
+// order and ARQ have tables of their own.
 header link_params_h {
     bit<48>   byte_cost_q;     // serialization time per byte, us << TIME_FRAC_BITS
     bit<32>   overhead_bytes;  // per-packet link overhead added to the L3 length
     time_us_t delay_us;        // propagation delay after serialization
-    time_us_t stall_us;        // give up waiting for a predecessor after this
-    time_us_t retx_delay_us;   // ARQ: an errored frame is drawn again this much later
-    bit<8>    max_retx;        // ARQ: retransmissions before the frame is lost
     features_t features;       // FEATURE_* in use
     bit<1>    down;            // an outage: nothing starts serialization
-    // The packet's own queue (direction x 2 + class), for the passes that
-    // use it: set by a table's action (queue_params on arrival), since a
-    // value computed in the control would be copied into a temporary of its
-    // own at every register access.
-    bit<32>   q_index;
-    bit<7>    pad;             // BMv2 wants a header of whole bytes
-}
-
-// The router queue of one traffic class, loaded from the queue_params table
-// on a packet's arrival, and valid on that pass only.
-header queue_params_h {
+    // The packet's class's router queue, on its arrival.
     bit<32>   queue_limit;       // packets waiting for the link
     bit<32>   queue_bytes_limit; // bytes waiting (0: no byte limit)
     bit<48>   share_cost_q;      // the class's own rate cap, like byte_cost_q (0: none)
     bit<1>    deferred;          // best effort behind a priority class: start decided late
     bit<1>    aqm;               // RED is configured for this queue
-    bit<6>    pad;               // whole bytes
+    bit<5>    pad;               // BMv2 wants a header of whole bytes
 }
-
-// Outcome of one error draw on the link.
-const bit<2> DRAW_THROUGH = 0;
-const bit<2> DRAW_RETRANSMIT = 1;
-const bit<2> DRAW_LOST = 2;
 
 // What the AQM decided about an arriving packet.
 const bit<2> AQM_PASS = 0;
@@ -104,14 +87,14 @@ header link_state_h {
     time_us_t   start_us;    // serialization starts (leaves the queue)
     time_us_t   due_us;      // release instant at the far end
     time_us_t   now_us;      // clock read at the last egress pass
-    bit<16>     flags;       // PKT_*: one field, not thirteen (below)
-    bit<15>     out_port;    // unicast destination (a port), 0 = flood; as wide as
-                             // makes whole bytes: no pad field to reset
-    bit<16>     flood_grp;   // multicast group of the far side
+    bit<24>     flags;       // PKT_*: one field, not fourteen (below)
+    bit<16>     dest;        // far-side port, or with PKT_FLOOD multicast group;
+                             // 0: none (as wide as makes whole bytes: no pad
+                             // field to reset)
     time_us_t   attempt_us;  // next error draw: serialization end, + ARQ
     bit<8>      retx;        // retransmissions so far
     time_us_t   wake_us;     // nothing changes for it before this
-    bit<1>      cls;         // traffic class: 0 best effort, 1 priority
+    bit<32>     queue;       // its class's router queue (queue_index)
     bit<32>     ticket;      // its place among the deferred packets
     time_us_t   arrival_us;  // for the event log
     bit<32>     peek;        // the fast path's register read (a local is a
@@ -121,27 +104,30 @@ header link_state_h {
 // A packet's flags (link_state_h.flags), in one field: BMv2 zeroes a field
 // of a header made valid and extracts one on every pass of the hold loop,
 // each for hundreds of instructions. The low byte is what its event reports
-// (EVENT_*), the high byte its state.
-const bit<16> PKT_MARKED    = (bit<16>) EVENT_MARKED;
-const bit<16> PKT_HELD      = (bit<16>) EVENT_HELD;       // held behind a retransmission
-const bit<16> PKT_AHEAD     = (bit<16>) EVENT_AHEAD;      // sent ahead: no place in link order
-const bit<16> PKT_DUPLICATE = (bit<16>) EVENT_DUPLICATE;  // released with a duplicate
-const bit<16> PKT_CORRUPTED = (bit<16>) EVENT_CORRUPTED;
-const bit<16> PKT_QUEUED    = 0x0100;   // still counted in the router queue
-const bit<16> PKT_LINK_DONE = 0x0200;   // no more error draws: through, or lost
-const bit<16> PKT_LOST      = 0x0400;   // failed every attempt; dropped in its turn
-const bit<16> PKT_TURN      = 0x0800;   // due, waits for its turn in release order
-const bit<16> PKT_DEFERRED  = 0x1000;   // waits for the scheduler to give it a start
-const bit<16> PKT_LOG       = 0x2000;   // its direction logs events (EventLog)
-const bit<16> PKT_ADMITTED  = 0x4000;   // the router queue took it (on arrival)
-const bit<16> PKT_RELEASED  = 0x8000;   // leaves the switch at the end of this pass
+// (EVENT_*), the rest its state.
+const bit<24> PKT_MARKED    = (bit<24>) EVENT_MARKED;
+const bit<24> PKT_HELD      = (bit<24>) EVENT_HELD;       // held behind a retransmission
+const bit<24> PKT_AHEAD     = (bit<24>) EVENT_AHEAD;      // sent ahead: no place in link order
+const bit<24> PKT_DUPLICATE = (bit<24>) EVENT_DUPLICATE;  // released with a duplicate
+const bit<24> PKT_CORRUPTED = (bit<24>) EVENT_CORRUPTED;
+const bit<24> PKT_QUEUED    = 0x000100;   // still counted in the router queue
+const bit<24> PKT_LINK_DONE = 0x000200;   // no more error draws: through, or lost
+const bit<24> PKT_LOST      = 0x000400;   // failed every attempt; dropped in its turn
+const bit<24> PKT_TURN      = 0x000800;   // due, waits for its turn in release order
+const bit<24> PKT_DEFERRED  = 0x001000;   // waits for the scheduler to give it a start
+const bit<24> PKT_LOG       = 0x002000;   // its direction logs events (EventLog)
+const bit<24> PKT_ADMITTED  = 0x004000;   // the router queue took it (on arrival)
+const bit<24> PKT_RELEASED  = 0x008000;   // leaves the switch at the end of this pass
+const bit<24> PKT_OFFERS    = 0x010000;   // its direction defers best effort: its
+                                          // passes offer the link (BestEffortStart)
+const bit<24> PKT_FLOOD     = 0x020000;   // dest is a multicast group
+const bit<24> PKT_SKIPPED   = 0x040000;   // released before earlier packets left
 
 // The link model's view of a packet: its own state and its link's
 // parameters.
 struct link_meta_t {
-    link_state_h   pkt;
-    link_params_h  params;
-    queue_params_h queue;
+    link_state_h  pkt;
+    link_params_h params;
 }
 
 // One packet's fate, as the event log reports it to the controller.
@@ -204,46 +190,41 @@ struct red_work_t {
 // feature_pass_h, not in a header of their own: BMv2 marks every header
 // invalid at the end of every pass of every packet (about 750 instructions
 // a header). pass_h holds the v1model glue's for one full pass of a packet,
-// made valid by that pass only: the fast path's passes never pay for them.
-// Never emitted (BMv2 still adds its bytes to egress's packet_length, which
-// nothing reads there).
+// made valid by that pass only: the fast path's passes never pay for them;
+// LinkArrival works in it too. Never emitted (BMv2 still adds its bytes to
+// egress's packet_length, which nothing reads there).
 header pass_h {
     time_us_t  now;
-    bit<32>    head;
-    bit<32>    tail;
-    time_q_t   share_cost;
-    time_q_t   free;
-    time_q_t   cap_free;
-    time_q_t   start;     // serialization start of an arriving packet (LinkClock)
-    time_q_t   cost;
-    seq_t      seq;
-    bool       settles;
-    bool       refused;   // dropped on its way to the link (loss model, AQM)
     bit<32>    l3_len;
-    bit<32>    waiting;
+    bit<32>    dir_cell;    // HELD_CELLS (linkemu.p4)
+    time_q_t   free;      // the direction's link free
+    time_q_t   start;     // an arrival's serialization start and end
+    time_q_t   finish;
+    bit<32>    waiting;   // its router queue, packets and L3 bytes
     bit<32>    waiting_bytes;
-    bool       left;
-    time_us_t  busy_until;
+    seq_t      seq;
+    bool       featured;  // the arrival of a direction with optional features
+    bool       refused;   // dropped on its way to the link (loss model, AQM)
+    bit<32>    head;      // deferred best effort, where a pass offers the link
+    bit<32>    tail;
+    bool       settles;
     bit<16>    rand;
-    bit<2>     outcome;
-    seq_t      next;
-    seq_t      new_next;
-    bool       skipped;
-    bool       blocked;
+    time_us_t  busy_until;
+    seq_t      next;      // the direction's next release
     // The event log's "now" (log_clock): here, since log_event makes
     // feature_pass_h valid and p4c would copy an argument from it.
     time_us_t  clock;
-    bit<32>    dir_cell;    // HELD_CELLS (linkemu.p4)
-    bit<32>    queue_cell;
-    bit<1>     pad;       // BMv2 wants a header of whole bytes
+    bit<5>     pad;       // BMv2 wants a header of whole bytes
 }
 
 // The glue's working values of what a profile may leave out (the FEATURE_*
 // bits, RED, the event log), apart from pass_h: made valid only by a pass
 // that uses one, so a plain link's full passes do not reset them.
 header feature_pass_h {
+    time_q_t   cap_free;  // the class's rate cap
+    time_q_t   cost;
+    time_q_t   share_cost;
     bit<32>    slot;      // a deferred packet's place in its ring (defer_slot)
-    bit<32>    be_index;  // its direction's best-effort queue (same reason)
     time_us_t  arrival;
     bit<32>    bytes;
     bool       settled;

@@ -10,7 +10,11 @@
 // every pass, so all link state is touched by BMv2's single ingress thread
 // only. A pass with nothing due (the packet's wake_us is ahead) takes the
 // fast path in LinkemuIngress: one condition, no table of the link model;
-// every other pass is a full pass (LinkPass), several times dearer. The hold
+// every other pass is a full pass (LinkPass), several times dearer. An
+// arrival on a plain direction (no optional feature but link errors) is
+// worked out in one table action (LinkArrival); the others' arrival and a
+// deferred packet's passes read their direction's parameters into a header
+// first (LinkParams, QueueParams). The hold
 // ports spread the held packets over 16 egress queues because each holds 64
 // packets and simple_switch_grpc has no Thrift server to deepen it (16 x 64
 // matches the 1024-packet recirculation queue); they are all = 0 mod 4, so
@@ -174,7 +178,7 @@ control LinkPass(inout headers_t hdr, inout metadata_t meta,
     // The router queue over time: the controller samples both counters, and
     // their difference is the queue (frames; bytes as captured).
     counter(NUM_QUEUES, CounterType.packets_and_bytes) queue_enter;
-    counter(2 * NUM_QUEUES, CounterType.packets_and_bytes) queue_leave;         // HELD_CELLS
+    counter(NUM_QUEUES, CounterType.packets_and_bytes) queue_leave;   // held packets only
     counter(2 * NUM_DIRECTIONS, CounterType.packets_and_bytes) drop_link_error; // HELD_CELLS
     counter(NUM_DIRECTIONS, CounterType.packets_and_bytes) drop_loss_model;
     counter(NUM_DIRECTIONS, CounterType.packets) drop_malformed;
@@ -187,13 +191,13 @@ control LinkPass(inout headers_t hdr, inout metadata_t meta,
     counter(NUM_DIRECTIONS, CounterType.packets) corrupted;
 
     PortMap() port_map;
+    LinkArrival() link_arrival;
     LinkParams() link_params;
     TrafficClass() traffic_class;
     QueueParams() queue_params;
     LinkClock() link_clock;
     SetTimes() set_times;
     BestEffortStart() best_effort_start;
-    RouterQueueLeave() router_queue_leave;
     Release() release;
     LinkErrors() link_errors;
     LossModel() loss_model;
@@ -210,10 +214,7 @@ control LinkPass(inout headers_t hdr, inout metadata_t meta,
     // control into a temporary of its own at every access, and each is one
     // more metadata field for BMv2 to reset on every pass. A packet entering
     // the ring takes its link bytes there too, for the same reason.
-    action head_slot() {
-        hdr.feature.slot = defer_slot(hdr.link.pkt.dir, hdr.pass.head);
-        hdr.feature.be_index = queue_index(hdr.link.pkt.dir, CLASS_BEST_EFFORT);
-    }
+    action head_slot() { hdr.feature.slot = defer_slot(hdr.link.pkt.dir, hdr.pass.head); }
     action tail_slot() {
         hdr.feature.slot = defer_slot(hdr.link.pkt.dir, hdr.pass.tail);
         hdr.feature.bytes = hdr.pass.l3_len + hdr.link.params.overhead_bytes;
@@ -222,15 +223,6 @@ control LinkPass(inout headers_t hdr, inout metadata_t meta,
     table slot_of_head { actions = { head_slot; } const default_action = head_slot(); }
     table slot_of_tail { actions = { tail_slot; } const default_action = tail_slot(); }
     table slot_of_ticket { actions = { ticket_slot; } const default_action = ticket_slot(); }
-
-    // A packet leaves the router queue on a later pass than its arrival
-    // (its start lies ahead when it queues): its queue, and its counter
-    // cell (HELD_CELLS), set by a table's action for the same reason.
-    action held_queue() {
-        hdr.link.params.q_index = queue_index(hdr.link.pkt.dir, hdr.link.pkt.cls);
-        hdr.pass.queue_cell = hdr.link.params.q_index + NUM_QUEUES;
-    }
-    table queue_of_held { actions = { held_queue; } const default_action = held_queue(); }
 
     // The packet's one event, when its direction logs: LinkemuIngress
     // reports it after the pass.
@@ -255,8 +247,11 @@ control LinkPass(inout headers_t hdr, inout metadata_t meta,
         if (std.instance_type != INSTANCE_TYPE_RECIRC) {
             hdr.link.pkt.setValid();   // zeroed, as the link model expects it
             port_map.apply(std.ingress_port, hdr.ethernet, hdr.link);
-            if (hdr.link.pkt.out_port == 0 && hdr.link.pkt.flood_grp == 0) {
-                if (std.ingress_port == CPU_PORT) {
+            if (hdr.link.pkt.dest == 0 || !hdr.ethernet.isValid()) {
+                if (!hdr.ethernet.isValid()) {
+                    drop_malformed.count(hdr.link.pkt.dir);
+                    mark_to_drop(std);
+                } else if (std.ingress_port == CPU_PORT) {
                     // A controller's clock probe goes back stamped.
                     hdr.clock_stamp.setValid();
                     hdr.clock_stamp.ingress_us = std.ingress_global_timestamp;
@@ -267,258 +262,279 @@ control LinkPass(inout headers_t hdr, inout metadata_t meta,
                 }
                 exit;
             }
-            if (!hdr.ethernet.isValid()) {
-                drop_malformed.count(hdr.link.pkt.dir);
-                mark_to_drop(std);
-                exit;
-            }
             hdr.pass.now = std.ingress_global_timestamp;
             hdr.pass.l3_len = std.packet_length - ETH_HEADER_BYTES;
             hdr.pass.dir_cell = hdr.link.pkt.dir;
+            link_in.count(hdr.link.pkt.dir);
+            // The link and the direction's best effort, as a plain direction's
+            // arrival takes them (the others' only learns that they take
+            // more), and release order. (Register accesses together: p4c
+            // makes a table of each run of statements.)
+            link_free.read(hdr.pass.free, hdr.link.pkt.dir);
+            queue_pkts.read(hdr.pass.waiting, hdr.link.pkt.queue);
+            queue_bytes.read(hdr.pass.waiting_bytes, hdr.link.pkt.queue);
+            next_release.read(hdr.pass.next, hdr.link.pkt.dir);
+            event_log.apply(hdr.pass.now, hdr.link);
+            link_arrival.apply(hdr.pass, hdr.link);
         } else {
             hdr.pass.now = hdr.link.pkt.now_us;
             hdr.pass.l3_len = std.packet_length -
                               (ETH_HEADER_BYTES + hdr.link.pkt.minSizeInBytes());
             hdr.pass.dir_cell = hdr.link.pkt.dir + NUM_DIRECTIONS;
+            next_release.read(hdr.pass.next, hdr.link.pkt.dir);
         }
-        link_params.apply(hdr.link);
 
-        // Every event of the direction offers the link to the head of its
-        // deferred best effort, before a new packet can claim it.
-        // A deferred packet left over from a profile without deferral
-        // settles itself on its own passes.
+        // A direction with optional features, or a packet of one that
+        // defers best effort, reads its parameters. Every event of such a
+        // direction offers the link to the head of its deferred best effort,
+        // before a new packet can claim it. A deferred packet left over from
+        // a profile without deferral settles itself on its own passes.
         // (Features are tested in place: p4c gives a function's result in a
         // condition a temporary of its own. head, tail and settles are 0
         // unless set here: BMv2 zeroes a header made valid.)
-        if (hdr.link.params.features & FEATURE_DEFERRED != 0 ||
-            hdr.link.pkt.flags & PKT_DEFERRED != 0) {
-            defer_head.read(hdr.pass.head, hdr.link.pkt.dir);
-            defer_tail.read(hdr.pass.tail, hdr.link.pkt.dir);
-            if (hdr.pass.head != hdr.pass.tail) {
-                hdr.feature.setValid();
-                slot_of_head.apply();
-                defer_arrival.read(hdr.feature.arrival, hdr.feature.slot);
-                defer_bytes.read(hdr.feature.bytes, hdr.feature.slot);
-                defer_share_cost.read(hdr.pass.share_cost, hdr.feature.slot);
-                link_free.read(hdr.pass.free, hdr.link.pkt.dir);
-                class_free.read(hdr.pass.cap_free, hdr.feature.be_index);
-                best_effort_start.apply(hdr.pass.now, hdr.link.params, hdr.pass.free,
-                                        hdr.pass.cap_free, hdr.feature.arrival, hdr.feature.bytes,
-                                        hdr.pass.share_cost, hdr.feature.settled,
-                                        hdr.feature.start, hdr.feature.start_us, hdr.pass.cost);
-                if (hdr.link.params.down == 1) {
-                    link_free.write(hdr.link.pkt.dir, hdr.pass.free);
-                } else if (hdr.feature.settled) {
-                    next_seq.read(hdr.pass.seq, hdr.link.pkt.dir);
-                    defer_seq.write(hdr.feature.slot, hdr.pass.seq);
-                    hdr.pass.seq = hdr.pass.seq + 1;
-                    next_seq.write(hdr.link.pkt.dir, hdr.pass.seq);
-                    defer_start.write(hdr.feature.slot, hdr.feature.start);
-                    defer_cost.write(hdr.feature.slot, hdr.pass.cost);
-                    link_free.write(hdr.link.pkt.dir, hdr.pass.free);
-                    class_free.write(hdr.feature.be_index, hdr.pass.cap_free);
-                    last_start.write(hdr.feature.be_index, hdr.feature.start_us);
-                    hdr.pass.head = hdr.pass.head + 1;
-                    defer_head.write(hdr.link.pkt.dir, hdr.pass.head);
+        if (hdr.pass.featured || hdr.link.pkt.flags & (PKT_OFFERS | PKT_DEFERRED) != 0) {
+            link_params.apply(hdr.link);
+            if (hdr.link.params.features & FEATURE_DEFERRED != 0 ||
+                hdr.link.pkt.flags & PKT_DEFERRED != 0) {
+                defer_head.read(hdr.pass.head, hdr.link.pkt.dir);
+                defer_tail.read(hdr.pass.tail, hdr.link.pkt.dir);
+                if (hdr.pass.head != hdr.pass.tail) {
+                    hdr.feature.setValid();
+                    slot_of_head.apply();
+                    defer_arrival.read(hdr.feature.arrival, hdr.feature.slot);
+                    defer_bytes.read(hdr.feature.bytes, hdr.feature.slot);
+                    defer_share_cost.read(hdr.feature.share_cost, hdr.feature.slot);
+                    link_free.read(hdr.pass.free, hdr.link.pkt.dir);
+                    class_free.read(hdr.feature.cap_free, hdr.link.pkt.dir);
+                    best_effort_start.apply(hdr.pass.now, hdr.link.params, hdr.pass.free,
+                                            hdr.feature.cap_free, hdr.feature.arrival,
+                                            hdr.feature.bytes, hdr.feature.share_cost,
+                                            hdr.feature.settled, hdr.feature.start,
+                                            hdr.feature.start_us, hdr.feature.cost);
+                    if (hdr.link.params.down == 1) {
+                        link_free.write(hdr.link.pkt.dir, hdr.pass.free);
+                    } else if (hdr.feature.settled) {
+                        next_seq.read(hdr.pass.seq, hdr.link.pkt.dir);
+                        defer_seq.write(hdr.feature.slot, hdr.pass.seq);
+                        hdr.pass.seq = hdr.pass.seq + 1;
+                        next_seq.write(hdr.link.pkt.dir, hdr.pass.seq);
+                        defer_start.write(hdr.feature.slot, hdr.feature.start);
+                        defer_cost.write(hdr.feature.slot, hdr.feature.cost);
+                        link_free.write(hdr.link.pkt.dir, hdr.pass.free);
+                        class_free.write(hdr.link.pkt.dir, hdr.feature.cap_free);
+                        last_start.write(hdr.link.pkt.dir, hdr.feature.start_us);
+                        hdr.pass.head = hdr.pass.head + 1;
+                        defer_head.write(hdr.link.pkt.dir, hdr.pass.head);
+                    }
                 }
+                hdr.pass.settles = hdr.link.pkt.flags & PKT_DEFERRED != 0 &&
+                                   (int<32>) (hdr.link.pkt.ticket - hdr.pass.head) < 0;
             }
-            hdr.pass.settles = hdr.link.pkt.flags & PKT_DEFERRED != 0 &&
-                               (int<32>) (hdr.link.pkt.ticket - hdr.pass.head) < 0;
-        }
 
-        // This packet's own delay, drawn where its instants are set: on
-        // arrival, or when a deferred packet's start is settled.
-        if ((std.instance_type != INSTANCE_TYPE_RECIRC || hdr.pass.settles) &&
-            hdr.link.params.features & FEATURE_DELAY_VARIATION != 0) {
-            hdr.feature.setValid();
-            random(hdr.feature.rand_index, 0, 1023);
-            random(hdr.feature.rand_spike, 0, 0xffff);
-            delay_variation.apply(hdr.feature.rand_index, hdr.feature.rand_spike, hdr.link);
+            // This packet's own delay, drawn where its instants are set: on
+            // arrival, or when a deferred packet's start is settled.
+            if ((hdr.pass.featured || hdr.pass.settles) &&
+                hdr.link.params.features & FEATURE_DELAY_VARIATION != 0) {
+                hdr.feature.setValid();
+                random(hdr.feature.rand_index, 0, 1023);
+                random(hdr.feature.rand_spike, 0, 0xffff);
+                delay_variation.apply(hdr.feature.rand_index, hdr.feature.rand_spike, hdr.link);
+            }
         }
 
         if (std.instance_type != INSTANCE_TYPE_RECIRC) {
-            link_in.count(hdr.link.pkt.dir);
-            event_log.apply(hdr.pass.now, hdr.link);
-
-            // What a direction's profile leaves out costs an arrival one
-            // condition each: the working values and the tests of their
-            // outcome stay inside.
-            if (hdr.link.params.features & FEATURE_LOSS_MODEL != 0) {
+            // A featured arrival: what its direction's profile leaves out costs
+            // it one condition each; the working values and the tests of their
+            // outcome stay inside. A packet refused on its way to the link
+            // (the loss model, RED) is dropped, its admitted flag 0, which
+            // skips the rest of the pass. (No exit: the pass ends with its
+            // event, LinkemuIngress's digest.)
+            if (hdr.pass.featured) {
                 hdr.feature.setValid();
-                loss_bad.read(hdr.feature.bad, hdr.link.pkt.dir);
-                random(hdr.feature.rand_move, 0, 0xffff);
-                random(hdr.feature.rand_loss, 0, 0xffff);
-                loss_model.apply(hdr.feature.rand_move, hdr.feature.rand_loss, hdr.feature.bad,
-                                 hdr.link, hdr.feature.new_bad, hdr.pass.refused);
-                loss_bad.write(hdr.link.pkt.dir, hdr.feature.new_bad);
-                if (hdr.pass.refused) {
-                    drop_loss_model.count(hdr.link.pkt.dir);
-                    if (hdr.link.pkt.flags & PKT_LOG != 0) {
-                        log_event(EVENT_DROP_LOSS_MODEL, hdr.pass.now);
-                    }
-                    mark_to_drop(std);
+                if (hdr.link.params.features & FEATURE_DEFERRED != 0) {
+                    hdr.link.pkt.flags = hdr.link.pkt.flags | PKT_OFFERS;
                 }
-            }
-
-            // A packet refused on its way to the link ends its pass here
-            // (and admitted stays 0, which skips the rest of the pass).
-            if (!hdr.pass.refused) {
-                if (hdr.link.params.features & FEATURE_PRIORITY != 0) {
-                    hdr.feature.setValid();   // the classification's key
-                    traffic_class.apply(hdr.ipv4, hdr.ipv6, hdr.l4, hdr.link,
-                                        hdr.feature.class_key);
-                }
-                queue_params.apply(hdr.link);
-                queue_pkts.read(hdr.pass.waiting, hdr.link.params.q_index);
-                queue_bytes.read(hdr.pass.waiting_bytes, hdr.link.params.q_index);
-
-                if (hdr.link.queue.aqm == 1) {
-                    hdr.feature.setValid();
-                    last_start.read(hdr.feature.empty_since, hdr.link.params.q_index);
-                    red_avg.read(hdr.feature.aqm.avg, hdr.link.params.q_index);
-                    red_count.read(hdr.feature.aqm.count, hdr.link.params.q_index);
-                    red_target.read(hdr.feature.aqm.target, hdr.link.params.q_index);
-                    random(hdr.feature.rand_aqm, 0, 0xffff);
-                    hdr.feature.idle = hdr.pass.now - hdr.feature.empty_since;
-                    red.apply(hdr.pass.waiting, hdr.pass.waiting_bytes,
-                              hdr.feature.idle, hdr.feature.rand_aqm, hdr.link,
-                              hdr.feature.aqm, hdr.feature.red, hdr.feature.verdict,
-                              hdr.feature.use_ecn);
-                    red_avg.write(hdr.link.params.q_index, hdr.feature.aqm.avg);
-                    red_count.write(hdr.link.params.q_index, hdr.feature.aqm.count);
-                    red_target.write(hdr.link.params.q_index, hdr.feature.aqm.target);
-                    ecn_capable.apply(hdr.ipv4, hdr.ipv6, hdr.feature.capable, hdr.feature.ect1);
-                    if (hdr.feature.verdict == AQM_SIGNAL && hdr.feature.use_ecn &&
-                        hdr.feature.capable) {
-                        ecn_mark.apply(hdr);
-                        ecn_marks.count(hdr.link.params.q_index);
-                        hdr.link.pkt.flags = hdr.link.pkt.flags | PKT_MARKED;
-                    } else if (hdr.feature.verdict != AQM_PASS) {
-                        drop_aqm.count(hdr.link.params.q_index);
-                        if (hdr.feature.capable) {
-                            drop_aqm_ect.count(hdr.link.params.q_index);
-                        }
+                if (hdr.link.params.features & FEATURE_LOSS_MODEL != 0) {
+                    loss_bad.read(hdr.feature.bad, hdr.link.pkt.dir);
+                    random(hdr.feature.rand_move, 0, 0xffff);
+                    random(hdr.feature.rand_loss, 0, 0xffff);
+                    loss_model.apply(hdr.feature.rand_move, hdr.feature.rand_loss,
+                                     hdr.feature.bad, hdr.link, hdr.feature.new_bad,
+                                     hdr.pass.refused);
+                    loss_bad.write(hdr.link.pkt.dir, hdr.feature.new_bad);
+                    if (hdr.pass.refused) {
+                        drop_loss_model.count(hdr.link.pkt.dir);
                         if (hdr.link.pkt.flags & PKT_LOG != 0) {
-                            log_event(EVENT_DROP_AQM, hdr.pass.now);
+                            log_event(EVENT_DROP_LOSS_MODEL, hdr.pass.now);
                         }
                         mark_to_drop(std);
-                        hdr.pass.refused = true;
                     }
                 }
-            }
-            if (!hdr.pass.refused) {
-                if (hdr.link.params.features & FEATURE_PACKET_FAULTS != 0) {
-                    hdr.feature.setValid();
-                    random(hdr.feature.rand_reorder, 0, 0xffff);
-                    random(hdr.feature.rand_duplicate, 0, 0xffff);
-                    random(hdr.feature.rand_corrupt, 0, 0xffff);
-                    random(hdr.feature.flip_bit, 0, 31);
-                    packet_faults.apply(hdr.feature.rand_reorder, hdr.feature.rand_duplicate,
-                                        hdr.feature.rand_corrupt, hdr.feature.flip_bit, hdr.l4,
-                                        hdr.link, hdr.feature.corrupt);
+                if (!hdr.pass.refused) {
+                    if (hdr.link.params.features & FEATURE_PRIORITY != 0) {
+                        traffic_class.apply(hdr.ipv4, hdr.ipv6, hdr.l4, hdr.link,
+                                            hdr.feature.class_key);
+                        queue_pkts.read(hdr.pass.waiting, hdr.link.pkt.queue);
+                        queue_bytes.read(hdr.pass.waiting_bytes, hdr.link.pkt.queue);
+                    }
+                    queue_params.apply(hdr.link);
+                    if (hdr.link.params.aqm == 1) {
+                        last_start.read(hdr.feature.empty_since, hdr.link.pkt.queue);
+                        red_avg.read(hdr.feature.aqm.avg, hdr.link.pkt.queue);
+                        red_count.read(hdr.feature.aqm.count, hdr.link.pkt.queue);
+                        red_target.read(hdr.feature.aqm.target, hdr.link.pkt.queue);
+                        random(hdr.feature.rand_aqm, 0, 0xffff);
+                        hdr.feature.idle = hdr.pass.now - hdr.feature.empty_since;
+                        red.apply(hdr.pass.waiting, hdr.pass.waiting_bytes,
+                                  hdr.feature.idle, hdr.feature.rand_aqm, hdr.link,
+                                  hdr.feature.aqm, hdr.feature.red, hdr.feature.verdict,
+                                  hdr.feature.use_ecn);
+                        red_avg.write(hdr.link.pkt.queue, hdr.feature.aqm.avg);
+                        red_count.write(hdr.link.pkt.queue, hdr.feature.aqm.count);
+                        red_target.write(hdr.link.pkt.queue, hdr.feature.aqm.target);
+                        ecn_capable.apply(hdr.ipv4, hdr.ipv6, hdr.feature.capable,
+                                          hdr.feature.ect1);
+                        if (hdr.feature.verdict == AQM_SIGNAL && hdr.feature.use_ecn &&
+                            hdr.feature.capable) {
+                            ecn_mark.apply(hdr);
+                            ecn_marks.count(hdr.link.pkt.queue);
+                            hdr.link.pkt.flags = hdr.link.pkt.flags | PKT_MARKED;
+                        } else if (hdr.feature.verdict != AQM_PASS) {
+                            drop_aqm.count(hdr.link.pkt.queue);
+                            if (hdr.feature.capable) {
+                                drop_aqm_ect.count(hdr.link.pkt.queue);
+                            }
+                            if (hdr.link.pkt.flags & PKT_LOG != 0) {
+                                log_event(EVENT_DROP_AQM, hdr.pass.now);
+                            }
+                            mark_to_drop(std);
+                            hdr.pass.refused = true;
+                        }
+                    }
                 }
+                if (!hdr.pass.refused) {
+                    if (hdr.link.params.features & FEATURE_PACKET_FAULTS != 0) {
+                        random(hdr.feature.rand_reorder, 0, 0xffff);
+                        random(hdr.feature.rand_duplicate, 0, 0xffff);
+                        random(hdr.feature.rand_corrupt, 0, 0xffff);
+                        random(hdr.feature.flip_bit, 0, 31);
+                        packet_faults.apply(hdr.feature.rand_reorder,
+                                            hdr.feature.rand_duplicate, hdr.feature.rand_corrupt,
+                                            hdr.feature.flip_bit, hdr.l4, hdr.link,
+                                            hdr.feature.corrupt);
+                    }
+                    class_free.read(hdr.feature.cap_free, hdr.link.pkt.queue);
+                    link_clock.apply(hdr.pass.now, hdr.pass.l3_len,
+                                     hdr.pass.head != hdr.pass.tail, hdr.pass.waiting,
+                                     hdr.pass.waiting_bytes, hdr.link, hdr.pass.free,
+                                     hdr.feature.cap_free, hdr.pass.start, hdr.feature.cost,
+                                     hdr.feature.share_cost);
+                }
+            }
 
-                link_free.read(hdr.pass.free, hdr.link.pkt.dir);
-                class_free.read(hdr.pass.cap_free, hdr.link.params.q_index);
-                link_clock.apply(hdr.pass.now, hdr.pass.l3_len, hdr.pass.head != hdr.pass.tail,
-                                 hdr.pass.waiting, hdr.pass.waiting_bytes, hdr.link, hdr.pass.free,
-                                 hdr.pass.cap_free, hdr.pass.start, hdr.pass.cost,
-                                 hdr.pass.share_cost);
-                if (hdr.link.pkt.flags & PKT_ADMITTED == 0) {
-                    drop_queue.count(hdr.link.params.q_index);
+            if (hdr.link.pkt.flags & PKT_ADMITTED == 0) {
+                if (!hdr.pass.refused) {   // the loss model and RED count their own
+                    drop_queue.count(hdr.link.pkt.queue);
                     if (hdr.link.pkt.flags & PKT_LOG != 0) {
                         hdr.link.pkt.start_us = 0;   // it never gets one
                         hdr.link.pkt.due_us = 0;
                         log_event(EVENT_DROP_QUEUE, hdr.pass.now);
                     }
                     mark_to_drop(std);
+                }
+            } else if (!hdr.pass.featured) {
+                link_free.write(hdr.link.pkt.dir, hdr.pass.free);
+                next_seq.read(hdr.link.pkt.seq, hdr.link.pkt.dir);
+                hdr.pass.seq = hdr.link.pkt.seq + 1;
+                hdr.pass.setValid();   // valid: only keeps p4c from a temporary (LinkArrival)
+                next_seq.write(hdr.link.pkt.dir, hdr.pass.seq);
+            } else {
+                if (hdr.feature.corrupt) {
+                    corrupted.count(hdr.link.pkt.dir);
+                    hdr.link.pkt.flags = hdr.link.pkt.flags | PKT_CORRUPTED;
+                }
+                if (hdr.link.pkt.flags & PKT_DEFERRED != 0) {
+                    // its delay is drawn when its start is settled
+                    hdr.link.pkt.flags = hdr.link.pkt.flags & ~PKT_AHEAD;
+                    slot_of_tail.apply();
+                    defer_arrival.write(hdr.feature.slot, hdr.pass.now);
+                    defer_bytes.write(hdr.feature.slot, hdr.feature.bytes);
+                    defer_share_cost.write(hdr.feature.slot, hdr.feature.share_cost);
+                    hdr.link.pkt.ticket = hdr.pass.tail;
+                    // Its ticket spreads it over the hold ports until it starts.
+                    hdr.link.pkt.seq = hdr.pass.tail;
+                    hdr.pass.tail = hdr.pass.tail + 1;
+                    defer_tail.write(hdr.link.pkt.dir, hdr.pass.tail);
                 } else {
-                    if (hdr.link.params.features & FEATURE_PACKET_FAULTS != 0 &&
-                        hdr.feature.corrupt) {
-                        corrupted.count(hdr.link.pkt.dir);
-                        hdr.link.pkt.flags = hdr.link.pkt.flags | PKT_CORRUPTED;
-                    }
-                    if (hdr.link.pkt.flags & PKT_DEFERRED != 0) {
-                        // its delay is drawn when its start is settled
-                        hdr.link.pkt.flags = hdr.link.pkt.flags & ~PKT_AHEAD;
-                        hdr.feature.setValid();
-                        slot_of_tail.apply();
-                        defer_arrival.write(hdr.feature.slot, hdr.pass.now);
-                        defer_bytes.write(hdr.feature.slot, hdr.feature.bytes);
-                        defer_share_cost.write(hdr.feature.slot, hdr.pass.share_cost);
-                        hdr.link.pkt.ticket = hdr.pass.tail;
-                        // Its ticket spreads it over the hold ports until it starts.
-                        hdr.link.pkt.seq = hdr.pass.tail;
-                        hdr.pass.tail = hdr.pass.tail + 1;
-                        defer_tail.write(hdr.link.pkt.dir, hdr.pass.tail);
+                    link_free.write(hdr.link.pkt.dir, hdr.pass.free);
+                    class_free.write(hdr.link.pkt.queue, hdr.feature.cap_free);
+                    last_start.write(hdr.link.pkt.queue, hdr.link.pkt.start_us);
+                    next_seq.read(hdr.pass.seq, hdr.link.pkt.dir);
+                    hdr.link.pkt.seq = hdr.pass.seq;
+                    if (hdr.link.pkt.flags & PKT_AHEAD != 0) {
+                        sent_ahead.count(hdr.link.pkt.dir);
                     } else {
-                        link_free.write(hdr.link.pkt.dir, hdr.pass.free);
-                        class_free.write(hdr.link.params.q_index, hdr.pass.cap_free);
-                        last_start.write(hdr.link.params.q_index, hdr.link.pkt.start_us);
-                        next_seq.read(hdr.pass.seq, hdr.link.pkt.dir);
-                        hdr.link.pkt.seq = hdr.pass.seq;
-                        if (hdr.link.pkt.flags & PKT_AHEAD != 0) {
-                            sent_ahead.count(hdr.link.pkt.dir);
-                        } else {
-                            hdr.pass.seq = hdr.pass.seq + 1;
-                            next_seq.write(hdr.link.pkt.dir, hdr.pass.seq);
-                        }
-                        if (hdr.link.params.features & FEATURE_SOJOURN_RAMP != 0) {
-                            hdr.feature.setValid();
-                            random(hdr.feature.rand_ramp, 0, 0xffff);
-                            hdr.feature.sojourn = hdr.link.pkt.start_us - hdr.pass.now;
-                            sojourn_ramp.apply(hdr.feature.sojourn, hdr.feature.rand_ramp,
-                                               hdr.link, hdr.feature.ramp_mark);
-                            ecn_capable.apply(hdr.ipv4, hdr.ipv6, hdr.feature.capable,
-                                              hdr.feature.ect1);
-                            if (hdr.feature.ramp_mark && hdr.feature.ect1) {
-                                ecn_mark.apply(hdr);
-                                ramp_marks.count(hdr.link.params.q_index);
-                                hdr.link.pkt.flags = hdr.link.pkt.flags | PKT_MARKED;
-                            }
-                        }
+                        hdr.pass.seq = hdr.pass.seq + 1;
+                        next_seq.write(hdr.link.pkt.dir, hdr.pass.seq);
                     }
-                    if (hdr.link.pkt.flags & PKT_QUEUED != 0) {
-                        hdr.pass.waiting = hdr.pass.waiting + 1;
-                        queue_pkts.write(hdr.link.params.q_index, hdr.pass.waiting);
-                        hdr.pass.waiting_bytes = hdr.pass.waiting_bytes + hdr.pass.l3_len;
-                        queue_bytes.write(hdr.link.params.q_index, hdr.pass.waiting_bytes);
-                        queue_enter.count(hdr.link.params.q_index);
+                    if (hdr.link.params.features & FEATURE_SOJOURN_RAMP != 0) {
+                        random(hdr.feature.rand_ramp, 0, 0xffff);
+                        hdr.feature.sojourn = hdr.link.pkt.start_us - hdr.pass.now;
+                        sojourn_ramp.apply(hdr.feature.sojourn, hdr.feature.rand_ramp,
+                                           hdr.link, hdr.feature.ramp_mark);
+                        ecn_capable.apply(hdr.ipv4, hdr.ipv6, hdr.feature.capable,
+                                          hdr.feature.ect1);
+                        if (hdr.feature.ramp_mark && hdr.feature.ect1) {
+                            ecn_mark.apply(hdr);
+                            ramp_marks.count(hdr.link.pkt.queue);
+                            hdr.link.pkt.flags = hdr.link.pkt.flags | PKT_MARKED;
+                        }
                     }
                 }
             }
-        } else if (hdr.pass.settles) {
-            // Its start was settled: take it, with its place in link order.
-            hdr.feature.setValid();
-            slot_of_ticket.apply();
-            defer_start.read(hdr.feature.start, hdr.feature.slot);
-            defer_cost.read(hdr.pass.cost, hdr.feature.slot);
-            defer_seq.read(hdr.link.pkt.seq, hdr.feature.slot);
-            set_times.apply(hdr.feature.start, hdr.pass.cost, hdr.link);
-            hdr.link.pkt.flags = hdr.link.pkt.flags & ~PKT_DEFERRED;
+            if (hdr.link.pkt.flags & PKT_QUEUED != 0) {
+                hdr.pass.waiting = hdr.pass.waiting + 1;
+                queue_pkts.write(hdr.link.pkt.queue, hdr.pass.waiting);
+                hdr.pass.waiting_bytes = hdr.pass.waiting_bytes + hdr.pass.l3_len;
+                queue_bytes.write(hdr.link.pkt.queue, hdr.pass.waiting_bytes);
+                queue_enter.count(hdr.link.pkt.queue);
+            }
+        } else {
+            if (hdr.pass.settles) {
+                // Its start was settled: take it, with its place in link order.
+                hdr.feature.setValid();
+                slot_of_ticket.apply();
+                defer_start.read(hdr.feature.start, hdr.feature.slot);
+                defer_cost.read(hdr.feature.cost, hdr.feature.slot);
+                defer_seq.read(hdr.link.pkt.seq, hdr.feature.slot);
+                set_times.apply(hdr.feature.start, hdr.feature.cost, hdr.link);
+                hdr.link.pkt.flags = hdr.link.pkt.flags & ~PKT_DEFERRED;
+            }
+            // A queued packet leaves the router queue once its serialization
+            // starts, always on a later pass than its arrival: queue_leave
+            // counts held packets only (HELD_CELLS).
+            if (hdr.link.pkt.flags & PKT_QUEUED != 0 &&
+                hdr.pass.now >= hdr.link.pkt.start_us) {
+                hdr.link.pkt.flags = hdr.link.pkt.flags & ~PKT_QUEUED;
+                queue_pkts.read(hdr.pass.waiting, hdr.link.pkt.queue);
+                hdr.pass.waiting = hdr.pass.waiting - 1;
+                queue_pkts.write(hdr.link.pkt.queue, hdr.pass.waiting);
+                queue_bytes.read(hdr.pass.waiting_bytes, hdr.link.pkt.queue);
+                hdr.pass.waiting_bytes = hdr.pass.waiting_bytes - hdr.pass.l3_len;
+                queue_bytes.write(hdr.link.pkt.queue, hdr.pass.waiting_bytes);
+                queue_leave.count(hdr.link.pkt.queue);
+            }
         }
 
         // A refused packet (admitted 0) is gone; the rest is the link's.
         if (hdr.link.pkt.flags & PKT_ADMITTED != 0) {
-            router_queue_leave.apply(hdr.pass.now, hdr.link, hdr.pass.left);
-            if (hdr.pass.left) {
-                queue_of_held.apply();
-                queue_pkts.read(hdr.pass.waiting, hdr.link.params.q_index);
-                hdr.pass.waiting = hdr.pass.waiting - 1;
-                queue_pkts.write(hdr.link.params.q_index, hdr.pass.waiting);
-                queue_bytes.read(hdr.pass.waiting_bytes, hdr.link.params.q_index);
-                hdr.pass.waiting_bytes = hdr.pass.waiting_bytes - hdr.pass.l3_len;
-                queue_bytes.write(hdr.link.params.q_index, hdr.pass.waiting_bytes);
-                queue_leave.count(hdr.pass.queue_cell);
-            }
-
             // The last ARQ due so far is read where it is compared: most
             // passes need none.
             if (hdr.link.pkt.flags & PKT_LINK_DONE == 0 &&
                 hdr.pass.now >= hdr.link.pkt.attempt_us) {
                 random(hdr.pass.rand, 0, 0xffff);
-                link_errors.apply(hdr.pass.rand, hdr.link, hdr.pass.outcome);
-                if (hdr.pass.outcome == DRAW_RETRANSMIT) {
+                link_errors.apply(hdr.pass.rand, hdr.link);
+                if (hdr.link.pkt.flags & PKT_LINK_DONE == 0) {   // retransmitted
                     retransmissions.count(hdr.link.pkt.dir);
                     if (hdr.link.pkt.retx == 1) {
                         arq_delayed.count(hdr.link.pkt.dir);
@@ -530,33 +546,26 @@ control LinkPass(inout headers_t hdr, inout metadata_t meta,
                 }
             }
 
-            next_release.read(hdr.pass.next, hdr.link.pkt.dir);
-            release.apply(hdr.pass.now, hdr.pass.next, hdr.link, hdr.pass.new_next,
-                          hdr.pass.skipped, hdr.pass.blocked);
-            next_release.write(hdr.link.pkt.dir, hdr.pass.new_next);
-            if (hdr.pass.skipped) {
-                release_skips.count(hdr.link.pkt.dir);
-            }
-            if (hdr.pass.blocked && hdr.link.pkt.flags & PKT_HELD == 0) {
-                retx_busy_until.read(hdr.pass.busy_until, hdr.link.pkt.dir);
-                if (hdr.link.pkt.due_us < hdr.pass.busy_until) {
-                    held_behind.count(hdr.link.pkt.dir);
-                    hdr.link.pkt.flags = hdr.link.pkt.flags | PKT_HELD;
-                }
-            }
+            release.apply(hdr.pass.now, hdr.pass.next, hdr.link);
+            next_release.write(hdr.link.pkt.dir, hdr.pass.next);
 
             if (hdr.link.pkt.flags & PKT_RELEASED == 0) {
                 std.egress_spec = hold_port(hdr.link.pkt.seq);
-                // Sleep until the next event: serialization starts, an error draw,
-                // the due instant (never, for a deferred packet: see the fast
-                // path), or for a packet waiting for its turn in release order,
-                // in the turn lane, the instant it gives up waiting.
-                if (hdr.pass.blocked) {
+                // Sleep until the next event: serialization starts, an error
+                // draw, the due instant (never, for a deferred packet: see the
+                // fast path), or for a packet waiting for its turn in release
+                // order, in the turn lane, the instant it gives up waiting
+                // (Release sets it).
+                if (hdr.link.pkt.flags & PKT_TURN != 0) {
                     std.egress_spec = turn_port(hdr.link.pkt.seq);
-                    hdr.link.pkt.flags = hdr.link.pkt.flags | PKT_TURN;
-                    hdr.link.pkt.wake_us = hdr.link.pkt.due_us + hdr.link.params.stall_us;
+                    if (hdr.link.pkt.flags & PKT_HELD == 0) {
+                        retx_busy_until.read(hdr.pass.busy_until, hdr.link.pkt.dir);
+                        if (hdr.link.pkt.due_us < hdr.pass.busy_until) {
+                            held_behind.count(hdr.link.pkt.dir);
+                            hdr.link.pkt.flags = hdr.link.pkt.flags | PKT_HELD;
+                        }
+                    }
                 } else {
-                    hdr.link.pkt.flags = hdr.link.pkt.flags & ~PKT_TURN;
                     hdr.link.pkt.wake_us = hdr.link.pkt.due_us;
                     if (hdr.link.pkt.flags & PKT_LINK_DONE == 0 &&
                         hdr.link.pkt.attempt_us < hdr.link.pkt.wake_us) {
@@ -567,7 +576,13 @@ control LinkPass(inout headers_t hdr, inout metadata_t meta,
                         hdr.link.pkt.wake_us = hdr.link.pkt.start_us;
                     }
                 }
+            } else if (hdr.link.pkt.flags & (PKT_SKIPPED | PKT_LOG | PKT_LOST | PKT_DUPLICATE |
+                                             PKT_FLOOD) == 0) {
+                std.egress_spec = (bit<9>) hdr.link.pkt.dest;   // the common case: one test
             } else {
+                if (hdr.link.pkt.flags & PKT_SKIPPED != 0) {
+                    release_skips.count(hdr.link.pkt.dir);
+                }
                 if (hdr.link.pkt.flags & PKT_LOG != 0) {
                     log_clock.read(hdr.pass.clock, 0);
                     if (hdr.pass.clock < hdr.pass.now) {
@@ -582,15 +597,13 @@ control LinkPass(inout headers_t hdr, inout metadata_t meta,
                 if (hdr.link.pkt.flags & PKT_LOST != 0) {
                     drop_link_error.count(hdr.pass.dir_cell);
                     mark_to_drop(std);
-                } else if (hdr.link.pkt.out_port != 0) {
-                    if (hdr.link.pkt.flags & PKT_DUPLICATE != 0) {
-                        duplicated.count(hdr.link.pkt.dir);
-                        std.mcast_grp = DUP_GROUP_BASE + (bit<16>) hdr.link.pkt.out_port;
-                    } else {
-                        std.egress_spec = (bit<9>) hdr.link.pkt.out_port;
-                    }
+                } else if (hdr.link.pkt.flags & PKT_DUPLICATE != 0) {
+                    duplicated.count(hdr.link.pkt.dir);
+                    std.mcast_grp = DUP_GROUP_BASE + hdr.link.pkt.dest;
+                } else if (hdr.link.pkt.flags & PKT_FLOOD != 0) {
+                    std.mcast_grp = hdr.link.pkt.dest;
                 } else {
-                    std.mcast_grp = hdr.link.pkt.flood_grp;
+                    std.egress_spec = (bit<9>) hdr.link.pkt.dest;
                 }
             }
         }

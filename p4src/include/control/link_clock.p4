@@ -14,6 +14,11 @@
 // a direction whose rate changes over time, which takes the rate in force
 // when it starts, and waits out an outage. Pure arithmetic: the architecture
 // glue reads and writes the state it is given.
+//
+// A plain direction (no FEATURE_* but link errors, no RED) takes all of
+// this on arrival in one table action, with its parameters in place
+// (LinkArrival); the others' arrival looks their parameters up into headers
+// and takes it step by step (LinkClock).
 #ifndef LINKEMU_LINK_CLOCK_P4
 #define LINKEMU_LINK_CLOCK_P4
 
@@ -53,7 +58,7 @@ control LinkClock(in time_us_t arrival_us, in bit<32> l3_len, in bool behind,
         start = free > now_q ? free : now_q;
         time_q_t bytes = (time_q_t) (l3_len + m.params.overhead_bytes);
         cost = bytes * (time_q_t) m.params.byte_cost_q;
-        share_cost = bytes * (time_q_t) m.queue.share_cost_q;
+        share_cost = bytes * (time_q_t) m.params.share_cost_q;
         m.pkt.flags = m.pkt.flags |
                       (m.params.features & FEATURE_LINK_ERRORS == 0 ? PKT_LINK_DONE : 0);
     }
@@ -63,18 +68,16 @@ control LinkClock(in time_us_t arrival_us, in bit<32> l3_len, in bool behind,
         time_q_t now_q = ((time_q_t) arrival_us) << TIME_FRAC_BITS;
 
         // Deferred packets ahead of it in its class keep it behind them.
-        bool defer = m.queue.deferred == 1 && (behind || start > now_q || m.params.down == 1);
+        bool defer = m.params.deferred == 1 && (behind || start > now_q || m.params.down == 1);
         bool waits = defer || start > now_q;
-        bool full = queue_pkts >= m.queue.queue_limit ||
-                    (m.queue.queue_bytes_limit != 0 &&
-                     queue_bytes + l3_len > m.queue.queue_bytes_limit);
+        bool full = queue_pkts >= m.params.queue_limit ||
+                    (m.params.queue_bytes_limit != 0 &&
+                     queue_bytes + l3_len > m.params.queue_bytes_limit);
         // PKT_QUEUED and PKT_DEFERRED come in 0 (an arriving packet's state
         // is zeroed).
         if (!waits) {
             m.pkt.flags = m.pkt.flags | PKT_ADMITTED;
-        } else if (full) {
-            m.pkt.flags = m.pkt.flags | PKT_QUEUED;
-        } else {
+        } else if (!full) {
             m.pkt.flags = m.pkt.flags | (PKT_QUEUED | PKT_ADMITTED);
         }
         if (defer) {
@@ -89,6 +92,59 @@ control LinkClock(in time_us_t arrival_us, in bit<32> l3_len, in bool behind,
             }
             set_times.apply(start, cost, m);
         }
+    }
+}
+
+// The arrival on every direction: a plain direction's, whole, in the
+// action of its entry, and for the others only the note that they take
+// LinkClock's (featured). In BMv2 every assignment, every field of a header
+// made valid and every operation of an expression costs (headers.p4): one
+// action with its parameters in place is the cheapest form of the clock.
+// Its working values are the pass's (w), fields the action sets once and
+// then reads: p4c would carry a value in an argument of the control into
+// every expression that reads it, and BMv2 would evaluate it there anew. An
+// unknown direction is an ideal wire without errors.
+control LinkArrival(inout pass_h w, inout link_meta_t m) {
+
+    // w.setValid() and m.pkt.setValid() on the valid headers change nothing
+    // but keep p4c from carrying the value just set into the expressions
+    // that follow (each then reads the field).
+    action plain(bit<48> byte_cost_q, bit<32> overhead_bytes, time_us_t delay_us,
+                 bit<32> queue_limit, bit<32> queue_bytes_limit, bit<1> link_errors) {
+        time_q_t now_q = ((time_q_t) w.now) << TIME_FRAC_BITS;
+        w.start = w.free > now_q ? w.free : now_q;
+        w.setValid();
+        w.finish = w.start + (time_q_t) (w.l3_len + overhead_bytes) * (time_q_t) byte_cost_q;
+        w.setValid();
+        // Rounded up as SetTimes does: it starts after its arrival (waits
+        // in the router queue) exactly when start_us does.
+        m.pkt.start_us = (time_us_t) ((w.start + TIME_FRAC_MASK) >> TIME_FRAC_BITS);
+        m.pkt.attempt_us = (time_us_t) ((w.finish + TIME_FRAC_MASK) >> TIME_FRAC_BITS);
+        m.pkt.setValid();
+        m.pkt.due_us = m.pkt.attempt_us + delay_us;
+        m.pkt.flags = m.pkt.flags | (link_errors == 0 ? PKT_LINK_DONE : 0) |
+                      (m.pkt.start_us == w.now ? PKT_ADMITTED :
+                       (w.waiting >= queue_limit ||
+                        (queue_bytes_limit != 0 &&
+                         w.waiting_bytes + w.l3_len > queue_bytes_limit) ? 0 :
+                        PKT_QUEUED | PKT_ADMITTED));
+        m.pkt.setValid();
+        w.free = m.pkt.flags & PKT_ADMITTED == 0 ? w.free : w.finish;
+    }
+
+    action featured() {
+        w.featured = true;
+    }
+
+    table link {
+        key = { m.pkt.dir : exact; }
+        actions = { plain; featured; }
+        const default_action = plain(0, 0, 0, 0, 0, 0);
+        size = 2;
+    }
+
+    apply {
+        link.apply();
     }
 }
 

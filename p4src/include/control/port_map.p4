@@ -1,6 +1,6 @@
 // Which way a frame crosses the link, and where it leaves on the far side.
 // A frame it does not know (an unknown port or far-side destination) keeps
-// neither a port nor a group: the link state comes in zeroed.
+// neither a port nor a group (dest 0): the link state comes in zeroed.
 #ifndef LINKEMU_PORT_MAP_P4
 #define LINKEMU_PORT_MAP_P4
 
@@ -8,8 +8,11 @@
 
 control PortMap(in bit<9> ingress_port, in ethernet_h ethernet, inout link_meta_t m) {
 
+    // Its queue is its direction's best effort (queue_index) unless
+    // TrafficClass finds it a priority packet.
     action set_direction(direction_t dir) {
         m.pkt.dir = dir;
+        m.pkt.queue = dir;
     }
 
     // Every port belongs to the fixed side (downlink) or the mobile side
@@ -22,11 +25,12 @@ control PortMap(in bit<9> ingress_port, in ethernet_h ethernet, inout link_meta_
     }
 
     action to_port(bit<9> port) {
-        m.pkt.out_port = (bit<15>) port;
+        m.pkt.dest = (bit<16>) port;
     }
 
     action flood(bit<16> group) {
-        m.pkt.flood_grp = group;
+        m.pkt.dest = group;
+        m.pkt.flags = PKT_FLOOD;   // the first flag of an arriving packet
     }
 
     // Far-side destination: a host's MAC, or flooding to every far-side port

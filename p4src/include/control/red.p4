@@ -26,10 +26,7 @@ control Red(in bit<32> queue_pkts, in bit<32> queue_bytes, in time_us_t idle_us,
     }
 
     table red_params {
-        key = {
-            m.pkt.dir : exact;
-            m.pkt.cls : exact;
-        }
+        key = { m.pkt.queue : exact; }
         actions = { set_red; }
         const default_action = set_red(0, 0, 0);   // no RED: a miss
         size = 4;
@@ -41,9 +38,8 @@ control Red(in bit<32> queue_pkts, in bit<32> queue_bytes, in time_us_t idle_us,
 
     table red_decay {
         key = {
-            m.pkt.dir : exact;
-            m.pkt.cls : exact;
-            idle_us   : range;
+            m.pkt.queue : exact;
+            idle_us     : range;
         }
         actions = { decay; }
         const default_action = decay(0);   // idle beyond the table: average 0
@@ -61,9 +57,8 @@ control Red(in bit<32> queue_pkts, in bit<32> queue_bytes, in time_us_t idle_us,
 
     table red_curve {
         key = {
-            m.pkt.dir : exact;
-            m.pkt.cls : exact;
-            s.avg     : range;
+            m.pkt.queue : exact;
+            s.avg       : range;
         }
         actions = { signal_with; drop_all; }
         const default_action = signal_with(0);   // below min_th: a miss

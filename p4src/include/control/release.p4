@@ -4,7 +4,8 @@
 // admitted before it in the same direction has left (FIFO), so frames behind
 // one under ARQ retransmission are released right after it, in order. The
 // wait ends stall_us after the due instant: the control plane sets it past
-// the longest ARQ hold, or to 0 to turn in-order release off. A lost packet
+// the longest ARQ hold, or to 0 to turn in-order release off. A packet that
+// waits for its turn sleeps until then (wake_us). A lost packet
 // (ARQ gave up) is "released" in its turn, to be dropped. A packet sent ahead
 // (PacketFaults' reorder) has no place in that order and goes when due.
 #ifndef LINKEMU_RELEASE_P4
@@ -12,28 +13,42 @@
 
 #include "../headers.p4"
 
-control Release(in time_us_t now_us, in seq_t next_release, inout link_meta_t m,
-                out seq_t new_next_release, out bool skipped, out bool blocked) {
+// next_release comes in as the register holds it and leaves as it is to be
+// written back. The verdict is in the flags: PKT_RELEASED (with
+// PKT_SKIPPED when earlier packets have not left), or PKT_TURN for a due
+// packet that waits for its turn.
+control Release(in time_us_t now_us, inout seq_t next_release, inout link_meta_t m) {
 
-    // In an action, where ?: stays an expression (see headers.p4).
-    action decide() {
+    // In an action, where ?: stays an expression (see headers.p4), with its
+    // parameter in place. The flags are set first, and the rest reads them
+    // there: BMv2 evaluates an expression anew wherever p4c puts it.
+    action decide(time_us_t stall_us) {
         // Modular distance to the next packet in line; negative means this
         // packet's turn was skipped already and it must not wait any more.
         int<32> ahead = (int<32>) (m.pkt.seq - next_release);
-        bool due = now_us >= m.pkt.due_us;
-        bool gave_up = now_us >= m.pkt.due_us + m.params.stall_us;
-
         bool in_line = m.pkt.flags & PKT_AHEAD == 0;
-        bool go = due && (!in_line || ahead <= 0 || gave_up);
-        skipped = go && in_line && ahead > 0;
-        blocked = due && !go;
-        new_next_release = go && in_line && ahead >= 0 ? m.pkt.seq + 1 : next_release;
-        // Last: the values above read the flags as they came in.
-        m.pkt.flags = m.pkt.flags | (go ? PKT_RELEASED : 0);   // a held packet's is 0
+        m.pkt.flags = (m.pkt.flags & ~PKT_TURN) |
+                      (now_us < m.pkt.due_us ? 0 :
+                       (!in_line || ahead <= 0 || now_us >= m.pkt.due_us + stall_us ?
+                        PKT_RELEASED | (in_line && ahead > 0 ? PKT_SKIPPED : 0) :
+                        PKT_TURN));
+        m.pkt.wake_us = m.pkt.due_us + stall_us;   // for PKT_TURN: when it gives up
+        // (The flags read anew, not a local kept from before they changed,
+        // which would be a metadata field.)
+        next_release = m.pkt.flags & (PKT_RELEASED | PKT_AHEAD) == PKT_RELEASED && ahead >= 0 ?
+                       m.pkt.seq + 1 : next_release;
+    }
+
+    // Without an entry a direction releases each packet when it is due.
+    table release {
+        key = { m.pkt.dir : exact; }
+        actions = { decide; }
+        const default_action = decide(0);
+        size = 2;
     }
 
     apply {
-        decide();
+        release.apply();
     }
 }
 

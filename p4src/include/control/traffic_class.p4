@@ -11,13 +11,13 @@
 
 // w: the classification's key, in a header of the caller's (see
 // headers.p4). Applied on arrival, by the caller, for a direction with a
-// priority split only: without one cls stays CLASS_BEST_EFFORT (0), as the
-// zeroed link state brings it.
+// priority split only: without one a packet stays in its direction's best
+// effort, as PortMap puts it.
 control TrafficClass(in ipv4_h ipv4, in ipv6_h ipv6, in l4_h l4, inout link_meta_t m,
                      inout class_key_t w) {
 
     action set_class(bit<1> cls) {
-        m.pkt.cls = cls;
+        m.pkt.queue = queue_index(m.pkt.dir, cls);
     }
 
     table traffic_class {
