@@ -155,20 +155,21 @@ def is_plain(profile, name):
 
 def link_entries(profile):
     """How each direction's arrival goes: a plain direction's with its
-    parameters in place, the others' through link_params and the rest."""
+    parameters in place (its link_params and its best effort's queue), the
+    others' through link_params and the rest."""
+    best_effort = {q.direction: q for q in class_queues(profile) if q.cls == "best_effort"}
     entries = []
-    for name, direction in profile.directions().items():
-        match = {"m.pkt.dir": DIRECTION_IDS[name]}
+    for link in link_params_entries(profile):
+        name = DIRECTION_NAMES[link.match["m.pkt.dir"]]
         if not is_plain(profile, name):
-            entries.append(TableEntry(LINK, match, f"{PASS}link_arrival.featured"))
+            entries.append(TableEntry(LINK, link.match, f"{PASS}link_arrival.featured"))
             continue
-        entries.append(TableEntry(LINK, match, f"{PASS}link_arrival.plain", {
-            "byte_cost_q": byte_cost_q(direction.rate_bps),
-            "overhead_bytes": direction.overhead_bytes,
-            "delay_us": direction.delay_us,
-            "queue_limit": direction.queue_packets,
-            "queue_bytes_limit": direction.queue_bytes or 0,
-            "link_errors": int(bool(features(profile, name) & FEATURE_LINK_ERRORS))}))
+        queue = best_effort[name]
+        entries.append(TableEntry(LINK, link.match, f"{PASS}link_arrival.plain", {
+            **{key: link.params[key] for key in ("byte_cost_q", "overhead_bytes", "delay_us")},
+            "queue_limit": queue.packets,
+            "queue_bytes_limit": queue.octets or 0,
+            "link_errors": int(bool(link.params["features"] & FEATURE_LINK_ERRORS))}))
     return entries
 
 

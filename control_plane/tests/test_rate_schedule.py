@@ -139,9 +139,8 @@ def test_a_varying_rate_defers_best_effort():
     assert down.params["features"] == dataplane.FEATURE_DEFERRED and down.params["down"] == 0
     assert up.params["features"] == 0
     queues = {e.match["m.pkt.queue"]: e.params for e in dataplane.queue_params_entries(profile)}
-    best_effort = {name: dataplane.queue_index(name, "best_effort") for name in ("downlink", "uplink")}
-    assert queues[best_effort["downlink"]]["deferred"] == 1
-    assert queues[best_effort["uplink"]]["deferred"] == 0
+    assert queues[dataplane.queue_index("downlink", "best_effort")]["deferred"] == 1
+    assert queues[dataplane.queue_index("uplink", "best_effort")]["deferred"] == 0
     outage = dataplane.link_params_entry(profile, "downlink", 10e6, down=True)
     assert outage.params == {**down.params, "down": 1}
 

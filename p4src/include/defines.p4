@@ -12,11 +12,9 @@ const direction_t DIR_DOWNLINK = 0;   // fixed -> mobile
 const direction_t DIR_UPLINK   = 1;   // mobile -> fixed
 const bit<32>     NUM_DIRECTIONS = 2;
 
-// Two traffic classes per direction, each with its own router queue: queue
-// index = class x 2 + direction, so that a direction's best effort is its
-// direction's index.
-const bit<1>  CLASS_BEST_EFFORT = 0;
-const bit<1>  CLASS_PRIORITY = 1;
+// Two traffic classes per direction (0 best effort, 1 priority), each with
+// its own router queue: queue index = class x 2 + direction, so that a
+// direction's best effort is its direction's index.
 const bit<32> NUM_QUEUES = 4;
 
 bit<32> queue_index(in direction_t dir, in bit<1> cls) {
