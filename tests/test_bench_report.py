@@ -2,6 +2,7 @@
 
 import json
 import os
+import random
 import sys
 from pathlib import Path
 
@@ -87,6 +88,17 @@ def test_targets_are_judged_only_up_to_20_mbits():
 def test_a_missed_target_is_reported_with_its_figure(change, fragment):
     missed = [(t, m) for t, m, met, _ in report.assess(results(**change)) if not met]
     assert len(missed) == 1 and fragment in missed[0][0], missed
+
+
+def test_a_rate_miss_shows_how_the_release_error_drifted_through_the_cell():
+    data = results()
+    falling = cell(10e6, "loaded", 10.0, 4.0, 600)
+    falling["errors_ms"] = [10.0 - 9.0 * i / 99 for i in range(100)]
+    data["linkemu"]["delay"][1] = falling
+    [(_, met, note)] = [(m, met, n) for t, m, met, n in report.assess(data) if "rate" in t]
+    assert not met
+    assert "release error p50 9.591 ms over the first tenth of the departures, " \
+           "1.409 ms over the last" in note
 
 
 def test_targets_are_set_beside_what_linkemus_shape_costs():
@@ -213,6 +225,24 @@ def test_peak_inside_counts_frames_between_their_two_captures():
                       frames({0: 0.3, 1: 0.4, 2: 0.5, 4: 0.7}))
     assert run.peak_inside() == 3
     assert traffic.Run([], []).peak_inside() == 0
+
+
+def test_the_delivered_rate_is_the_departures_slope_not_their_span():
+    """Release error of a few ms, the delay figures' business, must not read
+    as a rate error: over 600 frames at 20 Mbit/s (117 ms) the span of the
+    first and last departure would move by percents."""
+    rate, size = 20e6, 500
+    tx = benchmark.tx_s(size, rate)
+    rng = random.Random(6)
+    times = sorted(i * tx + rng.uniform(0, 0.003) for i in range(600))
+    figures = benchmark.Bench.rate_of([Frame(t, b"", size) for t in times], rate)
+    span_rate = 599 * (size - 14) * 8 / (times[-1] - times[0])
+    assert abs(span_rate - rate) / rate > 0.01
+    assert abs(figures["rate_error_pct"]) < 0.5
+    assert figures["gap_expected_us"] == pytest.approx(tx * 1e6)
+    # A link delivering 1 % slow reads so.
+    slow = [Frame(i * tx * 1.01, b"", size) for i in range(600)]
+    assert benchmark.Bench.rate_of(slow, rate)["rate_error_pct"] == pytest.approx(-0.99, abs=0.01)
 
 
 def test_the_benchmark_gives_its_cores_back_after_each_switch():
