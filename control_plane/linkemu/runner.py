@@ -198,10 +198,14 @@ class RunOnce:
         deadline = time.monotonic() + IDLE_TIMEOUT_S
         while True:
             counters = dataplane.read_counters(self.switch)
-            if all(dataplane.in_flight(counters, d) <= 0 for d in dataplane.DIRECTION_IDS):
+            inside = {d: dataplane.in_flight(counters, d) for d in dataplane.DIRECTION_IDS}
+            if all(n <= 0 for n in inside.values()):
                 return
             if time.monotonic() > deadline:
-                raise RunError(f"the switch still holds frames after {IDLE_TIMEOUT_S:.0f} s")
+                found = ", ".join(f"{d} {n}" for d, n in inside.items() if n > 0)
+                raise RunError(f"frames that neither left the link nor were dropped by it "
+                               f"after {IDLE_TIMEOUT_S:.0f} s ({found}): lost inside BMv2, "
+                               "whose queues hold 64 frames a port, or still held")
             time.sleep(0.1)
 
     def _configure_tcp(self):
