@@ -99,14 +99,15 @@ def assess(report):
     same = least_link_cell(base, worst_rate)
     rate_note = (f"; the least link model in the same cell: {same['rate_error_pct']:+.3f} %"
                  if same and "rate_error_pct" in same else "")
+    first, last = error_drift(worst_rate)
     rows.append(("rate error <= 0.5 % up to 20 Mbit/s",
                  f"{worst_rate['rate_error_pct']:+.3f} % ({rate_label(worst_rate['rate_bps'])})",
                  abs(worst_rate["rate_error_pct"]) <= TARGETS["rate_error_pct"],
                  f"{worst_rate['peak_held']} frames held at once; median departure gap "
                  f"{worst_rate['gap_median_us']:.1f} µs where {worst_rate['gap_expected_us']:.1f}"
                  f" µs is due (delay p99 {worst_rate['p99_ms']:.3f} ms); release error p50 "
-                 "{:.3f} ms over the first tenth of the departures, {:.3f} ms over the last"
-                 .format(*error_drift(worst_rate)) + rate_note))
+                 f"{first:.3f} ms over the first tenth of the departures, {last:.3f} ms over "
+                 f"the last{rate_note}"))
     outside = [r for r in emu["loss"]["error_rate"] if not r["inside"]]
     rows.append(("loss inside its 99 % interval",
                  f"{len(emu['loss']['error_rate']) - len(outside)} of "
