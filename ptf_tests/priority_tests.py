@@ -101,11 +101,17 @@ class ClassAqmTest(LinkemuTest):
         for i in range(30):
             self.send(FIXED_PORT, bytes(udp_frame(FIXED_PORT, MOBILE, 100 + i, 300,
                                                   BEST_EFFORT_PORT)))
+        self.wait_entered(before, "downlink", 60, timeout=5)
         self.wait_until_idle("downlink", timeout=10)
-        self.assertGreater(self.counter_delta(before, "drop_aqm", "downlink/priority"), 0)
-        self.assertEqual(self.counter_delta(before, "drop_aqm", "downlink/best_effort"), 0)
-        self.assertEqual(self.counter_delta(before, "drop_queue", "downlink/best_effort"), 30 - 8)
-        delivered = self.counter_delta(before, "link_out", "downlink")
-        self.assertEqual(delivered, 8 + 30 -
-                         self.counter_delta(before, "drop_aqm", "downlink/priority") -
-                         self.counter_delta(before, "drop_queue", "downlink/priority"))
+        # One reading for every figure, and every figure in the message.
+        after = self.counters()
+        delta = {f"{name} {cell}": after[name][cell][0] - before[name][cell][0]
+                 for name in ("link_in", "link_out", "drop_aqm", "drop_queue")
+                 for cell in ("downlink", "downlink/priority", "downlink/best_effort")
+                 if cell in after[name]}
+        self.assertGreater(delta["drop_aqm downlink/priority"], 0, delta)
+        self.assertEqual(delta["drop_aqm downlink/best_effort"], 0, delta)
+        self.assertEqual(delta["drop_queue downlink/best_effort"], 30 - 8, delta)
+        self.assertEqual(delta["link_out downlink"],
+                         8 + 30 - delta["drop_aqm downlink/priority"]
+                         - delta["drop_queue downlink/priority"], delta)
