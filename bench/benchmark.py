@@ -225,6 +225,29 @@ class Bench:
             k: {"hold_ms": 700 * k, **percentiles(v)} for k, v in sorted(by_k.items())},
             "all": percentiles([e for v in by_k.values() for e in v])}
 
+    def arrivals_among_held(self):
+        """How long a frame released on arrival waits while others are held:
+        BMv2's ingress thread takes a new frame in only when no recirculated
+        packet waits. Link errors of 0.5 with ARQ holding each failed frame
+        1 s: half the frames are held (about 0.5 s / spacing at once), the
+        other half, through at the first attempt, are the probes."""
+        self.push(link(error=0.5,
+                       arq={"delay": "1000ms", "max_retransmissions": 1, "in_order": False}))
+        rows = []
+        for held in (HELD_QUICK if self.quick else HELD):
+            spacing = 0.5 / held
+            count = int(3 / spacing)
+            run = self.send(f"arrivals among {held} held",
+                            [(i * spacing, SIZE) for i in range(count)], wait=1.5)
+            # Probes that came once the loop was full (the first second
+            # fills it); a held frame leaves 1 s after it came.
+            start = run.arrivals[0].ts
+            entered = {frame_seq(f.data): f.ts for f in run.arrivals if f.ts - start >= 1}
+            waits = [f.ts - entered[seq] for f in run.departures
+                     if (seq := frame_seq(f.data)) in entered and f.ts - entered[seq] < 0.5]
+            rows.append({"held": held, **percentiles(waits)})
+        return rows
+
     # Loss --------------------------------------------------------------------
     def losses(self, what, profile, count, spacing):
         self.push(profile)
@@ -524,6 +547,7 @@ def run_linkemu(quick):
             results["capacity_curve"] = [bench.delay_cell(r, 20, "loaded", size=1500)
                                          for r in (CAPACITY_RATES[:3] if quick else CAPACITY_RATES)]
             results["arq"] = bench.arq_holds()
+            results["arrivals_among_held"] = bench.arrivals_among_held()
             results["loss"] = bench.loss_fidelity()
             results["state_change"] = bench.state_changes()
             results["zero_delay"] = bench.zero_delay_throughput(link())

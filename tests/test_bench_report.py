@@ -55,6 +55,8 @@ def results(logging=False, p99=0.4, held=30, change_p99=1.5, change_early=0.0,
             "capacity_curve": [cell(10e6, "loaded", 0.8, 0.1), cell(20e6, "loaded", 2.0, 0.1)],
             "arq": {"by_retransmissions": {1: {"hold_ms": 700, "n": 3, "p50_ms": 0.3,
                                                "p99_ms": 0.5, "max_ms": 0.5}}},
+            "arrivals_among_held": [{"held": 10, "n": 17, "p50_ms": 0.3, "p99_ms": 0.6,
+                                     "max_ms": 0.7}, {"held": 500}],
             "loss": {"error_rate": [{"configured": 0.1, "n": 1000, "measured": 0.1,
                                      "ci99": [0.08, 0.12], "inside": True}],
                      "gilbert_elliott": {"p": 0.05, "r": 0.3, "loss_rate": 0.14,
@@ -187,6 +189,10 @@ def test_report_folder_is_complete_and_warns_about_logging_builds(tmp_path):
     assert "| 10 Mbit/s | 20 ms | 10 | 25 | 0.300 | 0.600 | 0.600 | +0.700 % |" in text
     assert "| linkemu | 220 | 18 | 165 | 90 | 3 | 2 |" in text   # what each pass pays for
     assert "| on | 600 | 0.600 | 2.500 | 3.500 | 95.0 | 7000 | 1200, 1.500, 2.500 |" in text
+    # Arrivals among held frames, beside plain forwarding; a count with no probe says so.
+    assert "Plain forwarding alone: p99 0.200 ms." in text
+    assert "| 10 | 17 | 0.300 | 0.600 | 0.700 |" in text
+    assert "| 500 | 0 |  |  |  |" in text
     assert json.loads((out / "report.json").read_text())["bmv2"]["logging_macros"] is True
     assert [p.name for p in tmp_path.iterdir()] == ["bench"]   # no staging left behind
 
