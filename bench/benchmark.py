@@ -241,11 +241,8 @@ class Bench:
                             [(i * spacing, SIZE) for i in range(count)], wait=1.5)
             # Probes that came once the loop was full (the first second
             # fills it); a held frame leaves 1 s after it came.
-            start = run.arrivals[0].ts
-            entered = {frame_seq(f.data): f.ts for f in run.arrivals if f.ts - start >= 1}
-            waits = [f.ts - entered[seq] for f in run.departures
-                     if (seq := frame_seq(f.data)) in entered and f.ts - entered[seq] < 0.5]
-            rows.append({"held": held, **percentiles(waits)})
+            waits = run.latencies(since=run.arrivals[0].ts + 1)
+            rows.append({"held": held, **percentiles([t for t in waits if t < 0.5])})
         return rows
 
     # Loss --------------------------------------------------------------------

@@ -41,9 +41,11 @@ class Run:
     arrivals: list
     departures: list
 
-    def latencies(self):
-        """Seconds through the switch of each delivered frame."""
-        entered = {frame_seq(f.data): f.ts for f in self.arrivals}
+    def latencies(self, since=None):
+        """Seconds through the switch of each delivered frame (that came in
+        at `since` or later)."""
+        entered = {frame_seq(f.data): f.ts for f in self.arrivals
+                   if since is None or f.ts >= since}
         return [f.ts - entered[frame_seq(f.data)] for f in self.departures
                 if frame_seq(f.data) in entered]
 

@@ -251,6 +251,14 @@ def test_the_delivered_rate_is_the_departures_slope_not_their_span():
     assert benchmark.Bench.rate_of(slow, rate)["rate_error_pct"] == pytest.approx(-0.99, abs=0.01)
 
 
+def test_latencies_can_leave_out_the_frames_that_came_early():
+    def frames(times):
+        return [Frame(ts, traffic.frame(seq, 64), 64) for seq, ts in times.items()]
+    run = traffic.Run(frames({0: 0.0, 1: 1.0, 2: 1.5}), frames({0: 0.25, 2: 1.75, 1: 2.0}))
+    assert sorted(run.latencies()) == [0.25, 0.25, 1.0]
+    assert sorted(run.latencies(since=1.0)) == [0.25, 1.0]
+
+
 def test_the_benchmark_gives_its_cores_back_after_each_switch():
     """The next switch takes its core from this process's cores: left pinned
     off the first switch's core, the second would share the traffic's."""
