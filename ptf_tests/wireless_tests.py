@@ -121,6 +121,31 @@ class InOrderReleaseTest(LinkemuTest):
         self.run_case(in_order=False)
 
 
+class ReleaseBurstTest(LinkemuTest):
+    """Frames behind a retransmitted one are all due when it is released:
+    300 of them, where BMv2 queues at most 64 frames for a port. Every one
+    arrives, in order: the release is paced to the port (OUT_PACE in
+    linkemu.p4), not left for BMv2 to drop."""
+
+    BEHIND = 300
+
+    def runTest(self):
+        self.push({"downlink": {"arq": {"delay": "500ms", "max_retransmissions": 1}}},
+                  errors=1.0)
+        before = self.counters()
+
+        def send():
+            self.send_spaced(FIXED_PORT, MOBILE, 1, 0)  # drawn at once: retransmitted
+            time.sleep(0.05)
+            self.set_errors(0.0)
+            self.send_spaced(FIXED_PORT, MOBILE, self.BEHIND, 0, first_seq=1)
+
+        _, received = self.timed(FIXED_PORT, MOBILE, send, wait=2)
+        self.assertEqual(seqs(received), list(range(self.BEHIND + 1)))
+        self.assertEqual(self.counter_delta(before, "link_out", "downlink"), self.BEHIND + 1)
+        print(f"paced releases: {self.counter_delta(before, 'release_paced', 'downlink')}")
+
+
 class StateChangeTest(LinkemuTest):
     """The controller's state changes change the error rate: a replayed
     timeline good (0 %) -> bad (90 %) -> good."""

@@ -40,6 +40,7 @@ COUNTERS = {
     "arq_delayed": "packets delayed by ARQ",
     "held_behind": "packets held behind a retransmission (in-order release)",
     "release_skips": "packets released before an earlier one of their direction",
+    "release_paced": "held packets due that went round once more: BMv2's output queue",
     "queue_enter": "packets that waited in the router queue",
     "queue_leave": "packets that left the router queue for the link",
     "sent_ahead": "packets sent ahead of the others (reorder)",

@@ -214,6 +214,8 @@ header pass_h {
     // The event log's "now" (log_clock): here, since log_event makes
     // feature_pass_h valid and p4c would copy an argument from it.
     time_us_t  clock;
+    bit<32>    out_no;    // a held release's number (OUT_PACE, linkemu.p4)
+    bit<32>    out_seen;
     bit<5>     pad;       // BMv2 wants a header of whole bytes
 }
 

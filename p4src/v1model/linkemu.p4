@@ -74,6 +74,20 @@ const bit<16> DUP_GROUP_BASE = 256;   // + port: that port twice (PacketFaults' 
 const bit<32> DEFER_RING = 1024;
 const bit<32> DEFER_MASK = DEFER_RING - 1;
 
+// Release pacing: BMv2 queues at most 64 frames for an output port (not
+// settable without Thrift) and drops the rest, and held frames due together
+// (the ones behind a retransmitted frame, or a burst held by the delay) would
+// be released faster than the port's egress thread, which shares the switch's
+// core, sends them. So a held frame is released only while fewer than
+// OUT_PACE of its direction's held releases are still ahead of the port's
+// egress; else it goes round the hold loop once more. (A frame released on
+// arrival is forwarded as BMv2 forwards any frame.) Each held release
+// carries its number (pass_h.out_no) to egress, which records it in
+// out_reached: a frame BMv2 drops anyway is passed over by the next, so the
+// count never leaks.
+const bit<32> OUT_PACE = 48;
+register<bit<32>>(NUM_DIRECTIONS) out_reached;
+
 // The latest egress pass of a logged packet: "now" for the event log, fresher
 // than a held packet's own last pass.
 register<time_us_t>(1) log_clock;
@@ -154,6 +168,7 @@ control LinkPass(inout headers_t hdr, inout metadata_t meta,
     register<bit<32>>(NUM_QUEUES) queue_pkts;
     register<seq_t>(NUM_DIRECTIONS) next_seq;             // link order
     register<time_us_t>(NUM_DIRECTIONS) retx_busy_until;  // last ARQ due so far
+    register<bit<32>>(NUM_DIRECTIONS) out_released;       // held releases (OUT_PACE)
     register<bit<1>>(NUM_DIRECTIONS) loss_bad;            // Gilbert-Elliott state
     register<bit<32>>(NUM_QUEUES) queue_bytes;            // L3 bytes waiting
     register<time_us_t>(NUM_QUEUES) last_start;           // the queue is empty since
@@ -186,6 +201,7 @@ control LinkPass(inout headers_t hdr, inout metadata_t meta,
     counter(NUM_DIRECTIONS, CounterType.packets) arq_delayed;
     counter(NUM_DIRECTIONS, CounterType.packets) held_behind;
     counter(NUM_DIRECTIONS, CounterType.packets) release_skips;
+    counter(NUM_DIRECTIONS, CounterType.packets) release_paced;
     counter(NUM_DIRECTIONS, CounterType.packets) sent_ahead;
     counter(NUM_DIRECTIONS, CounterType.packets) duplicated;
     counter(NUM_DIRECTIONS, CounterType.packets) corrupted;
@@ -546,8 +562,28 @@ control LinkPass(inout headers_t hdr, inout metadata_t meta,
                 }
             }
 
+            // Release pacing (OUT_PACE): a held frame that may leave now reads
+            // how many of its direction's held releases are still ahead of the
+            // port. An arrival's out_no and out_seen stay 0.
+            if (std.instance_type == INSTANCE_TYPE_RECIRC && hdr.pass.now >= hdr.link.pkt.due_us) {
+                out_released.read(hdr.pass.out_no, hdr.link.pkt.dir);
+                out_reached.read(hdr.pass.out_seen, hdr.link.pkt.dir);
+            }
             release.apply(hdr.pass.now, hdr.pass.next, hdr.link);
-            next_release.write(hdr.link.pkt.dir, hdr.pass.next);
+            if (hdr.pass.out_no - hdr.pass.out_seen >= OUT_PACE &&
+                hdr.link.pkt.flags & (PKT_RELEASED | PKT_LOST | PKT_DUPLICATE | PKT_FLOOD) ==
+                PKT_RELEASED) {
+                release_paced.count(hdr.link.pkt.dir);   // its turn stays: next pass
+                hdr.link.pkt.flags = hdr.link.pkt.flags & ~(PKT_RELEASED | PKT_SKIPPED);
+            } else {
+                next_release.write(hdr.link.pkt.dir, hdr.pass.next);
+                if (std.instance_type == INSTANCE_TYPE_RECIRC &&
+                    hdr.link.pkt.flags & (PKT_RELEASED | PKT_LOST | PKT_DUPLICATE | PKT_FLOOD) ==
+                    PKT_RELEASED) {
+                    hdr.pass.out_no = hdr.pass.out_no + 1;
+                    out_released.write(hdr.link.pkt.dir, hdr.pass.out_no);
+                }
+            }
 
             if (hdr.link.pkt.flags & PKT_RELEASED == 0) {
                 std.egress_spec = hold_port(hdr.link.pkt.seq);
@@ -686,6 +722,9 @@ control LinkemuEgress(inout headers_t hdr, inout metadata_t meta,
         if (hdr.link.pkt.flags & PKT_RELEASED != 0) {
             if (!hdr.clock_stamp.isValid()) {
                 link_out.count(hdr.pass.dir_cell);
+                if (hdr.pass.out_no != 0 && hdr.link.pkt.flags & (PKT_DUPLICATE | PKT_FLOOD) == 0) {
+                    out_reached.write(hdr.link.pkt.dir, hdr.pass.out_no);   // a held release
+                }
             }
             hdr.link.pkt.setInvalid();
         } else {
