@@ -69,7 +69,8 @@ def results(logging=False, p99=0.4, held=30, change_p99=1.5, change_early=0.0,
                              "driver": {"max_ms": 0.0, "clock_uncertainty_ms": 0.2}},
             "zero_delay": sweep(emu_pps),
             "held_cpu": [{"held": 10, "cores": 0.6}],
-            "hold_floor": [{**r, "p99_ms": 2 * r["p99_ms"]} for r in floor],
+            "hold_floor": [{**r, "p99_ms": 2 * r["p99_ms"],
+                            "delivered": r["held"] - (r["held"] == 200)} for r in floor],
             "event_log": [
                 {"log": False, "frames": 600, "p50_ms": 0.5, "p99_ms": 2.0, "max_ms": 3.0,
                  "cpu_s_per_frame_us": 80.0, "saturated_pps": 9000},
@@ -161,10 +162,13 @@ def test_a_miss_is_set_beside_the_least_link_model_in_the_same_cell():
 
 
 def test_held_capacity_is_the_count_before_the_first_miss():
-    rows = [{"held": 10, "p99_ms": 0.3}, {"held": 20, "p99_ms": 0.6}, {"held": 50, "p99_ms": 0.4}]
+    rows = [{"held": n, "delivered": n, "p99_ms": p99} for n, p99 in ((10, 0.3), (20, 0.6),
+                                                                       (50, 0.4))]
     assert report.held_capacity(rows) == 10
     assert report.held_capacity(rows[1:]) == 0
     assert report.held_capacity([{"held": 10, "delivered": 0}]) == 0   # nothing came back
+    # On time, but BMv2 lost a frame: not within the target either.
+    assert report.held_capacity([{"held": 10, "delivered": 9, "p99_ms": 0.3}]) == 0
 
 
 def test_report_folder_is_complete_and_warns_about_logging_builds(tmp_path):
@@ -176,7 +180,9 @@ def test_report_folder_is_complete_and_warns_about_logging_builds(tmp_path):
     assert "built with logging macros: these figures are meaningless" in text
     assert "Highest rate with delay p99 error <= 1 ms: 10 Mbit/s" in text
     # The hold loop: linkemu, the bare loop, the bare loop in linkemu's shape.
-    assert "| 100 | 1.000 | 4.000 | 2.000 | 1.000 | 2.000 | 2.000 | 1.000 | 6.000 | 2.000 |" in text
+    assert ("| 100 | 1.000 | 4.000 | 2.000 | 0 | 1.000 | 2.000 | 2.000 | 0 | 1.000 | 6.000 | "
+            "2.000 | 0 |" in text)
+    assert "| 200 | 2.000 | 8.000 | 4.000 | 1 | 2.000 | 4.000 |" in text   # linkemu lost one
     assert ("Most frames held at once with release error p99 <= 0.5 ms: linkemu 10, the bare "
             "loop 20, the bare loop in linkemu's shape 0." in text)
     assert "| 10 Mbit/s | 20 ms | loaded | 10 | 30 | 0.200 | 0.400 |" in text

@@ -82,11 +82,15 @@ const bit<32> DEFER_MASK = DEFER_RING - 1;
 // OUT_PACE of its direction's held releases are still ahead of the port's
 // egress; else it goes round the hold loop once more. (A frame released on
 // arrival is forwarded as BMv2 forwards any frame.) Each held release
-// carries its number (pass_h.out_no) to egress, which records it in
-// out_reached: a frame BMv2 drops anyway is passed over by the next, so the
-// count never leaks.
-const bit<32> OUT_PACE = 48;
+// carries its number (pass_h.out_no) to egress, which records it and the
+// instant in out_reached: a frame BMv2 drops anyway is passed over by the
+// next. Should BMv2 drop every release still counted ahead, no later one
+// would reach egress to say so: after OUT_STALL_US without one the count is
+// taken as lost, and frames are released again.
+const bit<32>   OUT_PACE = 48;
+const time_us_t OUT_STALL_US = 10000;
 register<bit<32>>(NUM_DIRECTIONS) out_reached;
+register<time_us_t>(NUM_DIRECTIONS) out_reached_us;
 
 // The latest egress pass of a logged packet: "now" for the event log, fresher
 // than a held packet's own last pass.
@@ -568,9 +572,11 @@ control LinkPass(inout headers_t hdr, inout metadata_t meta,
             if (std.instance_type == INSTANCE_TYPE_RECIRC && hdr.pass.now >= hdr.link.pkt.due_us) {
                 out_released.read(hdr.pass.out_no, hdr.link.pkt.dir);
                 out_reached.read(hdr.pass.out_seen, hdr.link.pkt.dir);
+                out_reached_us.read(hdr.pass.out_seen_us, hdr.link.pkt.dir);
             }
             release.apply(hdr.pass.now, hdr.pass.next, hdr.link);
             if (hdr.pass.out_no - hdr.pass.out_seen >= OUT_PACE &&
+                hdr.pass.now < hdr.pass.out_seen_us + OUT_STALL_US &&
                 hdr.link.pkt.flags & (PKT_RELEASED | PKT_LOST | PKT_DUPLICATE | PKT_FLOOD) ==
                 PKT_RELEASED) {
                 release_paced.count(hdr.link.pkt.dir);   // its turn stays: next pass
@@ -724,6 +730,7 @@ control LinkemuEgress(inout headers_t hdr, inout metadata_t meta,
                 link_out.count(hdr.pass.dir_cell);
                 if (hdr.pass.out_no != 0 && hdr.link.pkt.flags & (PKT_DUPLICATE | PKT_FLOOD) == 0) {
                     out_reached.write(hdr.link.pkt.dir, hdr.pass.out_no);   // a held release
+                    out_reached_us.write(hdr.link.pkt.dir, std.egress_global_timestamp);
                 }
             }
             hdr.link.pkt.setInvalid();
