@@ -125,12 +125,14 @@ class ReleaseBurstTest(LinkemuTest):
     """Frames behind a retransmitted one are all due when it is released:
     300 of them, where BMv2 queues at most 64 frames for a port. Every one
     arrives, in order: the release is paced to the port (OUT_PACE in
-    linkemu.p4), not left for BMv2 to drop."""
+    linkemu.p4), not left for BMv2 to drop. (The hold is long enough for
+    the 300 frames, which take PTF a while to build and send, to be behind
+    it.)"""
 
     BEHIND = 300
 
     def runTest(self):
-        self.push({"downlink": {"arq": {"delay": "500ms", "max_retransmissions": 1}}},
+        self.push({"downlink": {"arq": {"delay": "1500ms", "max_retransmissions": 1}}},
                   errors=1.0)
         before = self.counters()
 
@@ -140,7 +142,8 @@ class ReleaseBurstTest(LinkemuTest):
             self.set_errors(0.0)
             self.send_spaced(FIXED_PORT, MOBILE, self.BEHIND, 0, first_seq=1)
 
-        _, received = self.timed(FIXED_PORT, MOBILE, send, wait=2)
+        _, received = self.timed(FIXED_PORT, MOBILE, send, wait=3)
+        self.assertEqual(self.counter_delta(before, "held_behind", "downlink"), self.BEHIND)
         self.assertEqual(seqs(received), list(range(self.BEHIND + 1)))
         self.assertEqual(self.counter_delta(before, "link_out", "downlink"), self.BEHIND + 1)
         print(f"paced releases: {self.counter_delta(before, 'release_paced', 'downlink')}")
