@@ -27,7 +27,7 @@ class EventLogTest(LinkemuTest):
             sent, received = self.timed(
                 FIXED_PORT, MOBILE, lambda: self.send_spaced(FIXED_PORT, MOBILE, COUNT, 0.001,
                                                              500), wait=0.5)
-            self.wait_until_idle("downlink", timeout=5)
+            self.wait_until_idle(before, "downlink", timeout=5)
         self.assertIsNone(recorder.error)
         events = [e for e in read_events(path) if e.direction == "downlink"]
 

@@ -21,7 +21,7 @@ class FaultTest(LinkemuTest):
         sent, received = self.timed(
             FIXED_PORT, MOBILE, lambda: self.send_spaced(FIXED_PORT, MOBILE, COUNT, 0.001), wait)
         self.assertEqual(len(sent), COUNT)
-        self.wait_until_idle("downlink", timeout=5)
+        self.wait_until_idle(before, "downlink", timeout=5)
         return sent, received, before
 
     def assert_binomial(self, observed, p, what):

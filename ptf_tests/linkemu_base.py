@@ -171,12 +171,16 @@ class LinkemuTest(BaseTest):
             self.assertLess(time.time(), deadline, f"{direction} took in too few frames")
             time.sleep(0.05)
 
-    def wait_until_idle(self, direction, timeout):
-        """Waits until every frame that entered `direction` has left or been
-        dropped: a slow link's backlog must not spill into the next test."""
+    def wait_until_idle(self, before, direction, timeout):
+        """Waits until every frame that entered `direction` since the `before`
+        reading has left or been dropped: a slow link's backlog must not
+        spill into the next test. Counted from `before`, because a frame
+        flooded to several ports leaves once per port, and after one the
+        counters' own in-flight figure stays below 0."""
+        held_before = dataplane.in_flight(before, direction)
         deadline = time.time() + timeout
         while True:
-            if dataplane.in_flight(self.counters(), direction) <= 0:
+            if dataplane.in_flight(self.counters(), direction) <= held_before:
                 return
             self.assertLess(time.time(), deadline, f"{direction} still holds frames")
             time.sleep(0.2)

@@ -102,7 +102,7 @@ class ClassAqmTest(LinkemuTest):
             self.send(FIXED_PORT, bytes(udp_frame(FIXED_PORT, MOBILE, 100 + i, 300,
                                                   BEST_EFFORT_PORT)))
         self.wait_entered(before, "downlink", 60, timeout=5)
-        self.wait_until_idle("downlink", timeout=10)
+        self.wait_until_idle(before, "downlink", timeout=10)
         # One reading for every figure, and every figure in the message.
         after = self.counters()
         delta = {f"{name} {cell}": after[name][cell][0] - before[name][cell][0]

@@ -60,7 +60,7 @@ class TraceTest(RateTest):
         # A frame per 5 ms: the slow half builds a backlog that the fast
         # half does not use up, so the link never idles.
         driver, sent, received = self.run_schedule(directions, 320, 0.005, FULL_FRAME, 2.5)
-        self.wait_until_idle("downlink", timeout=10)
+        self.wait_until_idle(before, "downlink", timeout=10)
         self.assertEqual(self.counter_delta(before, "drop_queue", "downlink"), 0)
         self.assertEqual(len(received), len(sent))
         origin = driver_origin(driver)
@@ -107,7 +107,7 @@ class OutageTest(RateTest):
         before = self.counters()
         # 986 B (3.944 ms at 2 Mbit/s) every 20 ms.
         driver, sent, received = self.run_schedule(directions, 50, 0.02, 1000, 1.0)
-        self.wait_until_idle("downlink", timeout=5)
+        self.wait_until_idle(before, "downlink", timeout=5)
         self.assertEqual(len(received), len(sent), "a frame was lost")
         for counter in ("drop_queue", "drop_link_error"):
             self.assertEqual(self.counter_delta(before, counter, "downlink"), 0, counter)

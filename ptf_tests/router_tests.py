@@ -50,7 +50,7 @@ class RedCurveTest(LinkemuTest):
         before = self.counters()
         count = 1000
         self.send_spaced(FIXED_PORT, MOBILE, count, 0.0003, 1400)
-        self.wait_until_idle("downlink", timeout=10)
+        self.wait_until_idle(before, "downlink", timeout=10)
         aqm = self.counter_delta(before, "drop_aqm", "downlink")
         tail = self.counter_delta(before, "drop_queue", "downlink")
         self.assertEqual(self.counter_delta(before, "link_in", "downlink"), count)
@@ -124,6 +124,7 @@ class QueueMonitorTest(LinkemuTest):
 
     def runTest(self):
         self.push({"downlink": {"rate": "64kbit", "queue": 50}})
+        before = self.counters()
         self.send_spaced(FIXED_PORT, MOBILE, 11, 0, 500)  # 1 on the link, 10 waiting
         time.sleep(0.05)
         first = queue_monitor.sample(self.switch)["downlink", "best_effort"]
@@ -131,7 +132,7 @@ class QueueMonitorTest(LinkemuTest):
         time.sleep(5 * 0.06075)  # five more frames' serialization
         later = queue_monitor.sample(self.switch)["downlink", "best_effort"]
         self.assertIn(later[0], (4, 5))
-        self.wait_until_idle("downlink", timeout=3)
+        self.wait_until_idle(before, "downlink", timeout=3)
         self.assertEqual(queue_monitor.sample(self.switch)["downlink", "best_effort"], (0, 0))
 
 
