@@ -50,7 +50,7 @@ class RedCurveTest(LinkemuTest):
         before = self.counters()
         count = 1000
         self.send_spaced(FIXED_PORT, MOBILE, count, 0.0003, 1400)
-        self.wait_until_idle(before, "downlink", timeout=10)
+        self.wait_until_idle(start, "downlink", timeout=10)
         aqm = self.counter_delta(before, "drop_aqm", "downlink")
         tail = self.counter_delta(before, "drop_queue", "downlink")
         self.assertEqual(self.counter_delta(before, "link_in", "downlink"), count)
