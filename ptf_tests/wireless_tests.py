@@ -29,6 +29,15 @@ def binomial_bounds(n, p):
     return n * p - spread - 1, n * p + spread + 1
 
 
+def send_behind_retransmitted(test, behind):
+    """A downlink frame drawn at once with the errors in force (1: it is
+    retransmitted), then, the errors gone, `behind` frames after it."""
+    test.send_spaced(FIXED_PORT, MOBILE, 1, 0)
+    time.sleep(0.05)
+    test.set_errors(0.0)
+    test.send_spaced(FIXED_PORT, MOBILE, behind, 0, first_seq=1)
+
+
 class ErrorRateTest(LinkemuTest):
     """Without ARQ an errored frame is lost: delivered counts stay inside the
     binomial interval of the configured probability, and every loss is
@@ -98,10 +107,7 @@ class InOrderReleaseTest(LinkemuTest):
 
         def send():
             self.set_errors(1.0)
-            self.send_spaced(FIXED_PORT, MOBILE, 1, 0)  # drawn at once: retransmitted
-            time.sleep(0.05)
-            self.set_errors(0.0)
-            self.send_spaced(FIXED_PORT, MOBILE, 3, 0, first_seq=1)
+            send_behind_retransmitted(self, 3)
 
         sent, received = self.timed(FIXED_PORT, MOBILE, send, wait=1)
         arrived = {frame_seq(f.data): f.ts for f in received}
@@ -136,13 +142,8 @@ class ReleaseBurstTest(LinkemuTest):
                   errors=1.0)
         before = self.counters()
 
-        def send():
-            self.send_spaced(FIXED_PORT, MOBILE, 1, 0)  # drawn at once: retransmitted
-            time.sleep(0.05)
-            self.set_errors(0.0)
-            self.send_spaced(FIXED_PORT, MOBILE, self.BEHIND, 0, first_seq=1)
-
-        _, received = self.timed(FIXED_PORT, MOBILE, send, wait=3)
+        _, received = self.timed(FIXED_PORT, MOBILE,
+                                 lambda: send_behind_retransmitted(self, self.BEHIND), wait=3)
         self.assertEqual(self.counter_delta(before, "held_behind", "downlink"), self.BEHIND)
         self.assertEqual(seqs(received), list(range(self.BEHIND + 1)))
         self.assertEqual(self.counter_delta(before, "link_out", "downlink"), self.BEHIND + 1)

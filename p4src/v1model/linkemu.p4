@@ -566,30 +566,27 @@ control LinkPass(inout headers_t hdr, inout metadata_t meta,
                 }
             }
 
-            // Release pacing (OUT_PACE): a held frame that may leave now reads
-            // how many of its direction's held releases are still ahead of the
-            // port. An arrival's out_no and out_seen stay 0.
-            if (std.instance_type == INSTANCE_TYPE_RECIRC && hdr.pass.now >= hdr.link.pkt.due_us) {
+            release.apply(hdr.pass.now, hdr.pass.next, hdr.link);
+            // Release pacing (OUT_PACE), for a held frame released to a port:
+            // one that finds OUT_PACE of its direction's held releases still
+            // ahead of the port keeps its turn and goes round once more.
+            if (std.instance_type == INSTANCE_TYPE_RECIRC &&
+                hdr.link.pkt.flags & (PKT_RELEASED | PKT_LOST | PKT_DUPLICATE | PKT_FLOOD) ==
+                PKT_RELEASED) {
                 out_released.read(hdr.pass.out_no, hdr.link.pkt.dir);
                 out_reached.read(hdr.pass.out_seen, hdr.link.pkt.dir);
                 out_reached_us.read(hdr.pass.out_seen_us, hdr.link.pkt.dir);
-            }
-            release.apply(hdr.pass.now, hdr.pass.next, hdr.link);
-            if (hdr.pass.out_no - hdr.pass.out_seen >= OUT_PACE &&
-                hdr.pass.now < hdr.pass.out_seen_us + OUT_STALL_US &&
-                hdr.link.pkt.flags & (PKT_RELEASED | PKT_LOST | PKT_DUPLICATE | PKT_FLOOD) ==
-                PKT_RELEASED) {
-                release_paced.count(hdr.link.pkt.dir);   // its turn stays: next pass
-                hdr.link.pkt.flags = hdr.link.pkt.flags & ~(PKT_RELEASED | PKT_SKIPPED);
-            } else {
-                next_release.write(hdr.link.pkt.dir, hdr.pass.next);
-                if (std.instance_type == INSTANCE_TYPE_RECIRC &&
-                    hdr.link.pkt.flags & (PKT_RELEASED | PKT_LOST | PKT_DUPLICATE | PKT_FLOOD) ==
-                    PKT_RELEASED) {
+                if (hdr.pass.out_no - hdr.pass.out_seen >= OUT_PACE &&
+                    hdr.pass.now < hdr.pass.out_seen_us + OUT_STALL_US) {
+                    release_paced.count(hdr.link.pkt.dir);
+                    hdr.link.pkt.flags = hdr.link.pkt.flags & ~(PKT_RELEASED | PKT_SKIPPED);
+                    next_release.read(hdr.pass.next, hdr.link.pkt.dir);
+                } else {
                     hdr.pass.out_no = hdr.pass.out_no + 1;
                     out_released.write(hdr.link.pkt.dir, hdr.pass.out_no);
                 }
             }
+            next_release.write(hdr.link.pkt.dir, hdr.pass.next);
 
             if (hdr.link.pkt.flags & PKT_RELEASED == 0) {
                 std.egress_spec = hold_port(hdr.link.pkt.seq);
@@ -728,8 +725,8 @@ control LinkemuEgress(inout headers_t hdr, inout metadata_t meta,
         if (hdr.link.pkt.flags & PKT_RELEASED != 0) {
             if (!hdr.clock_stamp.isValid()) {
                 link_out.count(hdr.pass.dir_cell);
-                if (hdr.pass.out_no != 0 && hdr.link.pkt.flags & (PKT_DUPLICATE | PKT_FLOOD) == 0) {
-                    out_reached.write(hdr.link.pkt.dir, hdr.pass.out_no);   // a held release
+                if (hdr.pass.out_no != 0) {   // a held release (OUT_PACE)
+                    out_reached.write(hdr.link.pkt.dir, hdr.pass.out_no);
                     out_reached_us.write(hdr.link.pkt.dir, std.egress_global_timestamp);
                 }
             }
