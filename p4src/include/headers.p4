@@ -216,7 +216,7 @@ header pass_h {
     time_us_t  clock;
     bit<32>    out_no;    // a held release's number (OUT_PACE, linkemu.p4)
     bit<32>    out_seen;
-    time_us_t  out_seen_us;
+    time_us_t  out_progress_us;
     bit<5>     pad;       // BMv2 wants a header of whole bytes
 }
 

@@ -21,13 +21,15 @@
 // one BMv2 egress worker serves them all, which keeps the loop on two
 // threads.
 //
-// Turn lane: a due packet waiting for its turn in release order goes round
-// on the port beside its hold port (= 1 mod 4: egress worker 1), not behind
-// the held packets queued for worker 0, so it is looked at again within a
-// few passes of its turn coming, not a round of the loop later. Packets join
-// the loop wherever its round stands when they arrive, so its order is not
-// link order; behind the main loop alone, packets due at once left one or
-// two a round, and the wait added up from packet to packet (a loaded 10
+// Turn lane: a due packet waiting for its turn in release order, or one
+// that release pacing holds back, goes round on the port beside its hold
+// port (= 1 mod 4: egress worker 1), not behind the held packets queued for
+// worker 0, so it is looked at again sooner than a round of the loop later
+// (500 frames held: 5-6 ms a round against the main loop's 8, measured; not
+// within a few passes, as the switch's threads share one core). Packets
+// join the loop wherever its round stands when they arrive, so its order is
+// not link order; behind the main loop alone, packets due at once left one
+// or two a round, and the wait added up from packet to packet (a loaded 10
 // Mbit/s, 300 ms link: p99 293 ms late; with the lane 30-34 ms,
 // docs/benchmark.md).
 //
@@ -80,17 +82,21 @@ const bit<32> DEFER_MASK = DEFER_RING - 1;
 // be released faster than the port's egress thread, which shares the switch's
 // core, sends them. So a held frame is released only while fewer than
 // OUT_PACE of its direction's held releases are still ahead of the port's
-// egress; else it goes round the hold loop once more. (A frame released on
-// arrival is forwarded as BMv2 forwards any frame.) Each held release
-// carries its number (pass_h.out_no) to egress, which records it and the
-// instant in out_reached: a frame BMv2 drops anyway is passed over by the
-// next. Should BMv2 drop every release still counted ahead, no later one
-// would reach egress to say so: after OUT_STALL_US without one the count is
-// taken as lost, and frames are released again.
+// egress; else it goes round once more, in the turn lane, which comes back
+// sooner than the main loop. (A frame released on arrival is forwarded as
+// BMv2 forwards any frame.) Each held release carries its number
+// (pass_h.out_no) to egress, which records it in out_reached: a frame BMv2
+// drops anyway is passed over by the next. Should BMv2 drop every release
+// still counted ahead, no later one would reach egress to say so: after
+// OUT_STALL_US in which the releases made no progress (out_progress_us: the
+// last held release, or the last to reach egress, whichever is later) the
+// count is taken as lost, and frames are released again. The last release
+// counts too: after a quiet spell the port's egress thread may take longer
+// than BMv2's queue of 64 lasts to send the first of a burst on.
 const bit<32>   OUT_PACE = 48;
 const time_us_t OUT_STALL_US = 10000;
 register<bit<32>>(NUM_DIRECTIONS) out_reached;
-register<time_us_t>(NUM_DIRECTIONS) out_reached_us;
+register<time_us_t>(NUM_DIRECTIONS) out_progress_us;
 
 // The latest egress pass of a logged packet: "now" for the event log, fresher
 // than a held packet's own last pass.
@@ -569,50 +575,58 @@ control LinkPass(inout headers_t hdr, inout metadata_t meta,
             release.apply(hdr.pass.now, hdr.pass.next, hdr.link);
             // Release pacing (OUT_PACE), for a held frame released to a port:
             // one that finds OUT_PACE of its direction's held releases still
-            // ahead of the port keeps its turn and goes round once more.
+            // ahead of the port keeps its turn and goes round once more in
+            // the turn lane, due (wake_us) on its next pass.
             if (std.instance_type == INSTANCE_TYPE_RECIRC &&
                 hdr.link.pkt.flags & (PKT_RELEASED | PKT_LOST | PKT_DUPLICATE | PKT_FLOOD) ==
                 PKT_RELEASED) {
                 out_released.read(hdr.pass.out_no, hdr.link.pkt.dir);
                 out_reached.read(hdr.pass.out_seen, hdr.link.pkt.dir);
-                out_reached_us.read(hdr.pass.out_seen_us, hdr.link.pkt.dir);
+                out_progress_us.read(hdr.pass.out_progress_us, hdr.link.pkt.dir);
                 if (hdr.pass.out_no - hdr.pass.out_seen >= OUT_PACE &&
-                    hdr.pass.now < hdr.pass.out_seen_us + OUT_STALL_US) {
+                    hdr.pass.now < hdr.pass.out_progress_us + OUT_STALL_US) {
                     release_paced.count(hdr.link.pkt.dir);
                     hdr.link.pkt.flags = hdr.link.pkt.flags & ~(PKT_RELEASED | PKT_SKIPPED);
                     next_release.read(hdr.pass.next, hdr.link.pkt.dir);
+                    std.egress_spec = turn_port(hdr.link.pkt.seq);
+                    hdr.link.pkt.wake_us = hdr.link.pkt.due_us;
                 } else {
                     hdr.pass.out_no = hdr.pass.out_no + 1;
                     out_released.write(hdr.link.pkt.dir, hdr.pass.out_no);
+                    if (hdr.pass.now > hdr.pass.out_progress_us) {
+                        out_progress_us.write(hdr.link.pkt.dir, hdr.pass.now);
+                    }
                 }
             }
             next_release.write(hdr.link.pkt.dir, hdr.pass.next);
 
             if (hdr.link.pkt.flags & PKT_RELEASED == 0) {
-                std.egress_spec = hold_port(hdr.link.pkt.seq);
-                // Sleep until the next event: serialization starts, an error
-                // draw, the due instant (never, for a deferred packet: see the
-                // fast path), or for a packet waiting for its turn in release
-                // order, in the turn lane, the instant it gives up waiting
-                // (Release sets it).
-                if (hdr.link.pkt.flags & PKT_TURN != 0) {
-                    std.egress_spec = turn_port(hdr.link.pkt.seq);
-                    if (hdr.link.pkt.flags & PKT_HELD == 0) {
-                        retx_busy_until.read(hdr.pass.busy_until, hdr.link.pkt.dir);
-                        if (hdr.link.pkt.due_us < hdr.pass.busy_until) {
-                            held_behind.count(hdr.link.pkt.dir);
-                            hdr.link.pkt.flags = hdr.link.pkt.flags | PKT_HELD;
+                if (std.egress_spec == 0) {   // a paced frame has its port
+                    std.egress_spec = hold_port(hdr.link.pkt.seq);
+                    // Sleep until the next event: serialization starts, an
+                    // error draw, the due instant (never, for a deferred
+                    // packet: see the fast path), or for a packet waiting for
+                    // its turn in release order, in the turn lane, the
+                    // instant it gives up waiting (Release sets it).
+                    if (hdr.link.pkt.flags & PKT_TURN != 0) {
+                        std.egress_spec = turn_port(hdr.link.pkt.seq);
+                        if (hdr.link.pkt.flags & PKT_HELD == 0) {
+                            retx_busy_until.read(hdr.pass.busy_until, hdr.link.pkt.dir);
+                            if (hdr.link.pkt.due_us < hdr.pass.busy_until) {
+                                held_behind.count(hdr.link.pkt.dir);
+                                hdr.link.pkt.flags = hdr.link.pkt.flags | PKT_HELD;
+                            }
                         }
-                    }
-                } else {
-                    hdr.link.pkt.wake_us = hdr.link.pkt.due_us;
-                    if (hdr.link.pkt.flags & PKT_LINK_DONE == 0 &&
-                        hdr.link.pkt.attempt_us < hdr.link.pkt.wake_us) {
-                        hdr.link.pkt.wake_us = hdr.link.pkt.attempt_us;
-                    }
-                    if (hdr.link.pkt.flags & PKT_QUEUED != 0 &&
-                        hdr.link.pkt.start_us < hdr.link.pkt.wake_us) {
-                        hdr.link.pkt.wake_us = hdr.link.pkt.start_us;
+                    } else {
+                        hdr.link.pkt.wake_us = hdr.link.pkt.due_us;
+                        if (hdr.link.pkt.flags & PKT_LINK_DONE == 0 &&
+                            hdr.link.pkt.attempt_us < hdr.link.pkt.wake_us) {
+                            hdr.link.pkt.wake_us = hdr.link.pkt.attempt_us;
+                        }
+                        if (hdr.link.pkt.flags & PKT_QUEUED != 0 &&
+                            hdr.link.pkt.start_us < hdr.link.pkt.wake_us) {
+                            hdr.link.pkt.wake_us = hdr.link.pkt.start_us;
+                        }
                     }
                 }
             } else if (hdr.link.pkt.flags & (PKT_SKIPPED | PKT_LOG | PKT_LOST | PKT_DUPLICATE |
@@ -727,7 +741,7 @@ control LinkemuEgress(inout headers_t hdr, inout metadata_t meta,
                 link_out.count(hdr.pass.dir_cell);
                 if (hdr.pass.out_no != 0) {   // a held release (OUT_PACE)
                     out_reached.write(hdr.link.pkt.dir, hdr.pass.out_no);
-                    out_reached_us.write(hdr.link.pkt.dir, std.egress_global_timestamp);
+                    out_progress_us.write(hdr.link.pkt.dir, std.egress_global_timestamp);
                 }
             }
             hdr.link.pkt.setInvalid();
