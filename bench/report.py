@@ -250,6 +250,13 @@ def markdown(report):
     lines += ["", "Most frames held at once with release error p99 <= {:g} ms: linkemu "
               "{}, the bare loop {}, the bare loop in linkemu's shape {}.".format(
                   TARGETS["delay_p99_ms"], *(held_capacity(f) for f in floors))]
+    burst = emu["held_burst"]
+    lines += ["", f"A burst: {burst[0]['frames']} frames arriving within 5 ms, held 1 s "
+              "and released in link order all but at once, where BMv2 queues at most 64 "
+              "frames for a port (linkemu paces the release): delivered "
+              + ", ".join(str(r["delivered"]) for r in burst)
+              + f" of {burst[0]['frames']}; release error p99 "
+              + ", ".join(f"{r.get('p99_ms', 0):.1f}" for r in burst) + " ms."]
     lines += ["", "What BMv2 pays on each pass of each program: it resets every metadata "
               "field (p4c's temporaries and locals included) when a packet arrives and on "
               "every recirculation, marks every header invalid when a pass ends, and walks "

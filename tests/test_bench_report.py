@@ -71,6 +71,8 @@ def results(logging=False, p99=0.4, held=30, change_p99=1.5, change_early=0.0,
             "held_cpu": [{"held": 10, "cores": 0.6}],
             "hold_floor": [{**r, "p99_ms": 2 * r["p99_ms"],
                             "delivered": r["held"] - (r["held"] == 200)} for r in floor],
+            "held_burst": [{"frames": 500, "delivered": 500, "p99_ms": 60.0},
+                           {"frames": 500, "delivered": 437, "p99_ms": 80.31}],
             "event_log": [
                 {"log": False, "frames": 600, "p50_ms": 0.5, "p99_ms": 2.0, "max_ms": 3.0,
                  "cpu_s_per_frame_us": 80.0, "saturated_pps": 9000},
@@ -329,3 +331,9 @@ def test_the_saturated_rate_narrows_between_the_best_step_and_the_next(monkeypat
     ramp = [step["offered_pps"] for step in saturated["ramps"][0]]
     # The ramp stops below half delivered; the quarter steps at the first loss.
     assert ramp == [10_000, 20_000, 30_000, 40_000, 22_500, 25_000]
+
+
+def test_the_held_burst_says_how_many_frames_left():
+    text = report.markdown(results())
+    assert "A burst: 500 frames arriving within 5 ms" in text
+    assert "delivered 500, 437 of 500; release error p99 60.0, 80.3 ms." in text
