@@ -328,10 +328,8 @@ class Bench:
                 self.push(profile)
             else:
                 self.wait_until_idle()
-            run = self.send(f"{held} frames held 1 s", [(i * 0.0001, 200) for i in range(held)],
-                            wait=1.5, hold_us=1_000_000)
-            rows.append({"held": held, "delivered": len(run.departures),
-                         **percentiles([x - 1.0 for x in run.latencies()])})
+            rows.append({"held": held,
+                         **self.held_1s(f"{held} frames held 1 s", held, spacing=0.0001)})
         return rows[1:]
 
     def held_burst(self, profile):
@@ -342,12 +340,19 @@ class Bench:
         self.push(profile)
         rows = []
         for _ in range(3):
-            self.wait_until_idle()
-            run = self.send("a held burst", [(i * 0.00001, 200) for i in range(BURST)],
-                            wait=1.5, hold_us=1_000_000)
-            rows.append({"frames": BURST, "delivered": len(run.departures),
-                         **percentiles([x - 1.0 for x in run.latencies()])})
+            if rows:
+                self.wait_until_idle()
+            rows.append({"frames": BURST,
+                         **self.held_1s("a held burst", BURST, spacing=0.00001)})
         return rows
+
+    def held_1s(self, what, count, spacing):
+        """`count` 200 B frames `spacing` s apart, held 1 s: how many left,
+        and their release error."""
+        run = self.send(what, [(i * spacing, 200) for i in range(count)],
+                        wait=1.5, hold_us=1_000_000)
+        return {"delivered": len(run.departures),
+                **percentiles([x - 1.0 for x in run.latencies()])}
 
     # Capacity ----------------------------------------------------------------
     def saturated_rate(self):

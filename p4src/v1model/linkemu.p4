@@ -576,7 +576,7 @@ control LinkPass(inout headers_t hdr, inout metadata_t meta,
             // Release pacing (OUT_PACE), for a held frame released to a port:
             // one that finds OUT_PACE of its direction's held releases still
             // ahead of the port keeps its turn and goes round once more in
-            // the turn lane, due (wake_us) on its next pass.
+            // the turn lane.
             if (std.instance_type == INSTANCE_TYPE_RECIRC &&
                 hdr.link.pkt.flags & (PKT_RELEASED | PKT_LOST | PKT_DUPLICATE | PKT_FLOOD) ==
                 PKT_RELEASED) {
@@ -589,7 +589,6 @@ control LinkPass(inout headers_t hdr, inout metadata_t meta,
                     hdr.link.pkt.flags = hdr.link.pkt.flags & ~(PKT_RELEASED | PKT_SKIPPED);
                     next_release.read(hdr.pass.next, hdr.link.pkt.dir);
                     std.egress_spec = turn_port(hdr.link.pkt.seq);
-                    hdr.link.pkt.wake_us = hdr.link.pkt.due_us;
                 } else {
                     hdr.pass.out_no = hdr.pass.out_no + 1;
                     out_released.write(hdr.link.pkt.dir, hdr.pass.out_no);
@@ -601,32 +600,32 @@ control LinkPass(inout headers_t hdr, inout metadata_t meta,
             next_release.write(hdr.link.pkt.dir, hdr.pass.next);
 
             if (hdr.link.pkt.flags & PKT_RELEASED == 0) {
-                if (std.egress_spec == 0) {   // a paced frame has its port
-                    std.egress_spec = hold_port(hdr.link.pkt.seq);
-                    // Sleep until the next event: serialization starts, an
-                    // error draw, the due instant (never, for a deferred
-                    // packet: see the fast path), or for a packet waiting for
-                    // its turn in release order, in the turn lane, the
-                    // instant it gives up waiting (Release sets it).
-                    if (hdr.link.pkt.flags & PKT_TURN != 0) {
-                        std.egress_spec = turn_port(hdr.link.pkt.seq);
-                        if (hdr.link.pkt.flags & PKT_HELD == 0) {
-                            retx_busy_until.read(hdr.pass.busy_until, hdr.link.pkt.dir);
-                            if (hdr.link.pkt.due_us < hdr.pass.busy_until) {
-                                held_behind.count(hdr.link.pkt.dir);
-                                hdr.link.pkt.flags = hdr.link.pkt.flags | PKT_HELD;
-                            }
+                // Sleep until the next event: serialization starts, an error
+                // draw, the due instant (never, for a deferred packet: see the
+                // fast path), or for a packet waiting for its turn in release
+                // order, in the turn lane, the instant it gives up waiting
+                // (Release sets it). A paced frame is due, and has its port.
+                if (hdr.link.pkt.flags & PKT_TURN != 0) {
+                    std.egress_spec = turn_port(hdr.link.pkt.seq);
+                    if (hdr.link.pkt.flags & PKT_HELD == 0) {
+                        retx_busy_until.read(hdr.pass.busy_until, hdr.link.pkt.dir);
+                        if (hdr.link.pkt.due_us < hdr.pass.busy_until) {
+                            held_behind.count(hdr.link.pkt.dir);
+                            hdr.link.pkt.flags = hdr.link.pkt.flags | PKT_HELD;
                         }
-                    } else {
-                        hdr.link.pkt.wake_us = hdr.link.pkt.due_us;
-                        if (hdr.link.pkt.flags & PKT_LINK_DONE == 0 &&
-                            hdr.link.pkt.attempt_us < hdr.link.pkt.wake_us) {
-                            hdr.link.pkt.wake_us = hdr.link.pkt.attempt_us;
-                        }
-                        if (hdr.link.pkt.flags & PKT_QUEUED != 0 &&
-                            hdr.link.pkt.start_us < hdr.link.pkt.wake_us) {
-                            hdr.link.pkt.wake_us = hdr.link.pkt.start_us;
-                        }
+                    }
+                } else {
+                    if (std.egress_spec == 0) {
+                        std.egress_spec = hold_port(hdr.link.pkt.seq);
+                    }
+                    hdr.link.pkt.wake_us = hdr.link.pkt.due_us;
+                    if (hdr.link.pkt.flags & PKT_LINK_DONE == 0 &&
+                        hdr.link.pkt.attempt_us < hdr.link.pkt.wake_us) {
+                        hdr.link.pkt.wake_us = hdr.link.pkt.attempt_us;
+                    }
+                    if (hdr.link.pkt.flags & PKT_QUEUED != 0 &&
+                        hdr.link.pkt.start_us < hdr.link.pkt.wake_us) {
+                        hdr.link.pkt.wake_us = hdr.link.pkt.start_us;
                     }
                 }
             } else if (hdr.link.pkt.flags & (PKT_SKIPPED | PKT_LOG | PKT_LOST | PKT_DUPLICATE |
