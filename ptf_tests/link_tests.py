@@ -45,15 +45,20 @@ class BothDirectionsForwardTest(LinkemuTest):
 
 
 class ArpCrossesTest(LinkemuTest):
-    """Broadcasts reach every host of the far side, and only the far side."""
+    """Broadcasts reach every host of the far side, and only the far side;
+    the link counts a flooded frame out once, so none seems still held."""
 
     def runTest(self):
         request = (Ether(src=HOST_MACS[FIXED_PORT], dst="ff:ff:ff:ff:ff:ff") /
                    ARP(op="who-has", hwsrc=HOST_MACS[FIXED_PORT], psrc=HOST_IPS[FIXED_PORT],
                        pdst=HOST_IPS[MOBILE]))
+        before = self.counters()
         self.send(FIXED_PORT, request)
         testutils.verify_packets(self, request, list(MOBILE_PORTS), timeout=2)
         testutils.verify_no_other_packets(self, timeout=0.5)
+        self.assertEqual(self.counter_delta(before, "link_in", "downlink"), 1)
+        self.assertEqual(self.counter_delta(before, "link_out", "downlink"), 1,
+                         f"a frame flooded to {len(MOBILE_PORTS)} hosts left the link once")
 
         reply = (Ether(src=HOST_MACS[MOBILE], dst=HOST_MACS[FIXED_PORT]) /
                  ARP(op="is-at", hwsrc=HOST_MACS[MOBILE], psrc=HOST_IPS[MOBILE],

@@ -174,9 +174,9 @@ class LinkemuTest(BaseTest):
     def wait_until_idle(self, before, direction, timeout):
         """Waits until every frame that entered `direction` since the `before`
         reading has left or been dropped: a slow link's backlog must not
-        spill into the next test. Counted from `before`, because a frame
-        flooded to several ports leaves once per port, and after one the
-        counters' own in-flight figure stays below 0."""
+        spill into the next test. Counted from `before`, so that a frame an
+        earlier test left inside BMv2 (dropped from its own queues, never
+        counted out) does not hold this one up."""
         held_before = dataplane.in_flight(before, direction)
         deadline = time.time() + timeout
         while True:

@@ -27,7 +27,7 @@ PROBABILITY_ONE = 1 << 16   # probabilities are thresholds on a 16-bit random
 # queue's counters are kept per class (QUEUE_COUNTERS).
 COUNTERS = {
     "link_in": "packets entering the link",
-    "link_out": "packets delivered at the far end",
+    "link_out": "packets delivered at the far end (a flooded one once)",
     "drop_queue": "dropped: router queue full",
     "drop_aqm": "dropped: RED (not ECN-capable, or above max_th)",
     "drop_aqm_ect": "of which ECN-capable (above max_th, or ECN off)",

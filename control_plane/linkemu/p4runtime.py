@@ -379,9 +379,10 @@ class Switch:
             entity = p4runtime_pb2.Entity()
             entry = entity.packet_replication_engine_entry.multicast_group_entry
             entry.multicast_group_id = group.group_id
-            # A port given twice gets two replicas, told apart by instance.
-            for i, port in enumerate(group.ports):
-                entry.replicas.add(egress_port=port, instance=1 + group.ports[:i].count(port))
+            # Replicas numbered from 1 (a copy's egress_rid): a port given
+            # twice gets two, and the data plane knows a group's first copy.
+            for instance, port in enumerate(group.ports, start=1):
+                entry.replicas.add(egress_port=port, instance=instance)
             kind = (p4runtime_pb2.Update.MODIFY if group.group_id in existing
                     else p4runtime_pb2.Update.INSERT)
             updates.append((kind, entity))

@@ -736,7 +736,10 @@ control LinkemuEgress(inout headers_t hdr, inout metadata_t meta,
             log_clock.write(0, std.egress_global_timestamp);
         }
         if (hdr.link.pkt.flags & PKT_RELEASED != 0) {
-            if (!hdr.clock_stamp.isValid()) {
+            // A flooded frame leaves the link once: its first copy counts
+            // (the control plane numbers a group's replicas from 1).
+            if (!hdr.clock_stamp.isValid() &&
+                (hdr.link.pkt.flags & PKT_FLOOD == 0 || std.egress_rid == 1)) {
                 link_out.count(hdr.pass.dir_cell);
                 if (hdr.pass.out_no != 0) {   // a held release (OUT_PACE)
                     out_reached.write(hdr.link.pkt.dir, hdr.pass.out_no);
