@@ -17,7 +17,8 @@ from linkemu.p4runtime import P4Info  # noqa: E402
 
 
 def cell(rate, load, p99, rate_error=None, held=30):
-    c = {"rate_bps": rate, "delay_ms": 20, "load": load, "delivered": 10, "peak_held": held,
+    c = {"rate_bps": rate, "delay_ms": 20, "load": load, "sent": 10, "delivered": 10,
+         "peak_held": held,
          "p50_ms": p99 / 2, "p99_ms": p99, "max_ms": p99, "errors_ms": [p99 / 2, p99]}
     if rate_error is not None:
         c.update(rate_error_pct=rate_error, gap_median_us=100.0, gap_expected_us=100.0)
@@ -52,7 +53,7 @@ def results(logging=False, p99=0.4, held=30, change_p99=1.5, change_early=0.0,
         "linkemu": {
             "delay": [cell(64e3, "idle", p99, held=held), cell(10e6, "loaded", p99, 0.2, held),
                       cell(50e6, "loaded", 9.0, 3.0)],
-            "capacity_curve": [cell(10e6, "loaded", 0.8, 0.1), cell(20e6, "loaded", 2.0, 0.1)],
+            "capacity_curve": [cell(10e6, "busy", 0.8), cell(20e6, "busy", 2.0)],
             "arq": {"by_retransmissions": {1: {"hold_ms": 700, "n": 3, "p50_ms": 0.3,
                                                "p99_ms": 0.5, "max_ms": 0.5}}},
             "arrivals_among_held": [{"held": 10, "n": 17, "p50_ms": 0.3, "p99_ms": 0.6,
@@ -180,6 +181,7 @@ def test_report_folder_is_complete_and_warns_about_logging_builds(tmp_path):
         "capacity_curve.png", "delay_error_cdf.png", "report.json", "report.md"]
     text = (out / "report.md").read_text()
     assert "built with logging macros: these figures are meaningless" in text
+    assert "| 20 Mbit/s | 10 of 10 | 30 | 1.000 | 2.000 | 2.000 |" in text
     assert "Highest rate with delay p99 error <= 1 ms: 10 Mbit/s" in text
     # The hold loop: linkemu, the bare loop, the bare loop in linkemu's shape.
     assert ("| 100 | 1.000 | 4.000 | 2.000 | 0 | 1.000 | 2.000 | 2.000 | 0 | 1.000 | 6.000 | "
