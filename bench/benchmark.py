@@ -36,7 +36,7 @@ from linkemu.profile import parse_profile
 from linkemu.state_driver import StateDriver, running
 from linkemu.testbed import veth_switch, veth_testbed
 
-from report import TARGET_RATE_BPS, rate_label, write_report
+from report import BUSY, TARGET_RATE_BPS, rate_label, write_report
 from traffic import flood, frame_seq, paced
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -167,8 +167,8 @@ class Bench:
 
     def delay_cell(self, rate_bps, delay_ms, load, size=SIZE):
         """Frames of `size` through the link: `idle` (spaced twice their
-        serialization), `loaded` (offered at 1.25 x the rate: the router queue
-        grows all through) or `busy` (BUSY x the rate)."""
+        serialization), or offered at OFFERED[load] x its rate (`loaded`: the
+        router queue grows all through; `busy`)."""
         profile = link(f"{rate_bps / 1e3:g}kbit", f"{delay_ms}ms")
         tx = tx_s(size, rate_bps)
         budget = 2 if self.quick else 5
@@ -176,9 +176,9 @@ class Bench:
             spacing = max(2 * tx, 0.002)
             count = max(30, min(300, int(budget / spacing)))
         else:
-            spacing = tx / (1.25 if load == "loaded" else BUSY)
+            spacing = tx / OFFERED[load]
             count = max(60, min(600, int(budget / tx)))
-        backlog = count * (tx - spacing) if load == "loaded" else 0
+        backlog = max(0, count * (tx - spacing))
         self.push(profile)
         run = self.send(f"the {rate_label(rate_bps)}, {delay_ms} ms, {load} cell ({size} B)",
                         [(i * spacing, size) for i in range(count)],
@@ -534,11 +534,11 @@ RATES = (64e3, 1e6, 10e6, 20e6, 50e6)
 SATURATION_RAMP = (10_000, 20_000, 30_000, 40_000, 50_000, 60_000, 70_000, 85_000, 100_000,
                    120_000, 150_000)
 DELAYS_MS = (0, 20, 300)
-# The capacity curve's link is busy, not overloaded: offered at BUSY x its
-# rate it holds about rate x delay / frame size, where an overloaded link's
+# Offered load against the link rate. The capacity curve's link is busy, not
+# loaded: it holds about rate x delay / frame size, where a loaded link's
 # router queue would set the count whatever its rate.
+OFFERED = {"loaded": 1.25, "busy": BUSY}
 CAPACITY_RATES = (1e6, 2e6, 5e6, 10e6, 20e6, 50e6, 100e6, 200e6)
-BUSY = 0.95
 
 
 def delay_grid(quick):
@@ -569,8 +569,9 @@ def run_linkemu(quick):
             results["delay"] = [bench.delay_cell(rate, delay, load)
                                 for rate, delay in delay_grid(quick)
                                 for load in ("idle", "loaded")]
+            rates = CAPACITY_RATES[::3] if quick else CAPACITY_RATES
             results["capacity_curve"] = [bench.delay_cell(r, 20, "busy", size=1500)
-                                         for r in (CAPACITY_RATES[::3] if quick else CAPACITY_RATES)]
+                                         for r in rates]
             results["arq"] = bench.arq_holds()
             results["arrivals_among_held"] = bench.arrivals_among_held()
             results["loss"] = bench.loss_fidelity()

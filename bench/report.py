@@ -16,6 +16,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 TARGET_RATE_BPS = 20e6
+BUSY = 0.95   # the capacity curve's offered load against its link's rate
 TARGETS = {
     "delay_p99_ms": 0.5,
     "rate_error_pct": 0.5,
@@ -185,9 +186,9 @@ def markdown(report):
               f"{base['latency']['p50_ms']:.3f} ms, p99 {base['latency']['p99_ms']:.3f} ms, "
               f"max {base['latency']['max_ms']:.3f} ms.", "",
               "## Capacity", "",
-              "The link busy (1500 B frames offered at 95 % of its rate, 20 ms): it holds "
-              "about rate x delay / frame size, where a link overloaded holds its router "
-              "queue whatever its rate.", "",
+              f"The link busy (1500 B frames offered at {BUSY * 100:g} % of its rate, 20 ms): it "
+              "holds about rate x delay / frame size, where a link overloaded holds its "
+              "router queue whatever its rate.", "",
               "| rate | frames | most held | p50 | p99 | max |", "|---|---|---|---|---|---|"]
     for c in emu["capacity_curve"]:
         lines.append(f"| {rate_label(c['rate_bps'])} | {c.get('delivered', 0)} of "
