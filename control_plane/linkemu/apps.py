@@ -17,7 +17,7 @@ import struct
 import sys
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 
 # Page mix -> (main object bytes, number of in-line objects, in-line object bytes).
 PAGE_MIXES = {
@@ -29,6 +29,10 @@ PAGE_MIXES = {
     "l+8m": (71788, 8, 8384),
 }
 REQUEST_BYTES = 350  # every HTTP request, as in the studies
+# HTTP/1.0: when the in-line connections may start. The studies' client
+# started them as the main object began to arrive; "main-complete" is for
+# pages whose references come late.
+INLINE_STARTS = ("first-data", "main-complete")
 
 RECV_BYTES = 65536
 LISTEN_BACKLOG = 128
@@ -249,32 +253,52 @@ def connection_record(local_port, sizes, connect_unix):
             "connect_unix": connect_unix, "done_unix": time.time()}
 
 
-def fetch_closing(server, port, size, deadline):
-    """HTTP/1.0: one object on its own connection, ended by the server's FIN."""
+def fetch_closing(server, port, size, deadline, first_data=None):
+    """HTTP/1.0: one object on its own connection, ended by the server's FIN.
+    Calls `first_data()` when the response's first bytes arrive."""
     sock, connect_unix = connect(server, port, deadline)
     with sock:
         local_port = sock.getsockname()[1]
         send(sock, build_request(size, "1.0", f"{server}:{port}"), deadline)
         response = bytearray()
         while data := recv(sock, deadline):
+            if first_data and not response:
+                first_data()
             response += data
     check_object(size, response.split(b"\r\n", 1)[0].decode("latin-1"), len(response))
     return connection_record(local_port, [size], connect_unix)
 
 
-def fetch_page_closing(server, port, main_size, inline_sizes, parallel, deadline):
-    """The main object first; once it is complete, one connection per in-line
-    object, at most `parallel` at once, a new one as soon as one finishes."""
-    connections = [fetch_closing(server, port, main_size, deadline)]
+def wait_for_slot(running, parallel):
+    """The futures of `running` still running, once fewer than `parallel` are.
+    Raises the error of any that failed, so that the page starts no more."""
+    done = {future for future in running if future.done()}
+    running = running - done
+    while len(running) >= parallel:
+        finished, running = wait(running, return_when=FIRST_COMPLETED)
+        done |= finished
+    for future in done:
+        future.result()
+    return running
+
+
+def fetch_page_closing(server, port, main_size, inline_sizes, parallel, inline, deadline):
+    """One connection per object, at most `parallel` open at once, the main
+    object's included; a new one as soon as one closes. The in-line ones
+    start at the main object's first data (`inline` "first-data") or once
+    it is complete ("main-complete")."""
+    may_start = threading.Event()
     with ThreadPoolExecutor(max_workers=parallel) as pool:
-        futures = [pool.submit(fetch_closing, server, port, size, deadline)
-                   for size in inline_sizes]
-        try:
-            connections += [future.result() for future in futures]
-        except BaseException:
-            pool.shutdown(cancel_futures=True)  # the page has failed: start no more
-            raise
-    return connections
+        main = pool.submit(fetch_closing, server, port, main_size, deadline,
+                           may_start.set if inline == "first-data" else None)
+        main.add_done_callback(lambda _: may_start.set())  # complete, or failed before any data
+        may_start.wait()
+        futures, running = [main], {main}
+        for size in inline_sizes:
+            running = wait_for_slot(running, parallel)
+            futures.append(pool.submit(fetch_closing, server, port, size, deadline))
+            running.add(futures[-1])
+        return [future.result() for future in futures]
 
 
 def read_response(sock, buffer, deadline):
@@ -326,7 +350,7 @@ def run_http_client(args):
     try:
         if args.http == "1.0":
             connections = fetch_page_closing(args.server, args.port, main_size, inline_sizes,
-                                             args.parallel, deadline)
+                                             args.parallel, args.inline, deadline)
         else:
             connections = fetch_page_persistent(args.server, args.port, main_size,
                                                 inline_sizes, deadline)
@@ -457,7 +481,11 @@ def build_parser():
     sub.add_argument("--page", choices=PAGE_MIXES, required=True)
     sub.add_argument("--http", choices=("1.0", "1.1"), required=True)
     sub.add_argument("--parallel", type=number(int, 1), default=4,
-                     help="HTTP/1.0: most in-line connections open at once (default 4)")
+                     help="HTTP/1.0: most connections open at once, the main one's "
+                          "included (default 4)")
+    sub.add_argument("--inline", choices=INLINE_STARTS, default="first-data",
+                     help="HTTP/1.0: start the in-line connections at the main object's "
+                          "first data (default) or once it is complete")
     sub.add_argument("--out", required=True, help="JSON file")
     sub.add_argument("--timeout", type=POSITIVE_SECONDS, default=600.0,
                      help="seconds for the whole page (default 600)")

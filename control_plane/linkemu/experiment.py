@@ -20,7 +20,7 @@ from pathlib import Path
 import yaml
 
 from .fields import Section, boolean, choice, int_in, positive_time_us, text
-from .apps import PAGE_MIXES
+from .apps import INLINE_STARTS, PAGE_MIXES
 from .event_log import OVERSHOOT_US
 from .profile import DIRECTIONS, ProfileError, load_profile, parse_profile
 from .tcp_config import HostTcp, parse_host_tcp
@@ -54,6 +54,7 @@ class Flow:
     start_s: float
     page: str = None            # http
     http: str = None            # http: "1.0" or "1.1"
+    inline: str = None          # http: when HTTP/1.0 in-line connections start
     parallel: int = 1           # http: connections at once; iperf: parallel streams
     bytes: int = None           # bulk
     payload: int = None         # udp payload bytes; iperf write length
@@ -212,6 +213,10 @@ def _flow(section, hosts, fixed, side):
         fields["page"] = section.field("page", choice(tuple(PAGE_MIXES)), required=True)
         fields["http"] = section.field("http", choice(("1.0", "1.1")), default="1.0")
         fields["parallel"] = section.field("parallel", int_in(1, 64, "connections"), default=4)
+        fields["inline"] = section.field("inline", choice(INLINE_STARTS), default="first-data")
+        if fields["http"] == "1.1" and "inline" in section.data:
+            section.problem(section.sub_path("inline"), section.data["inline"],
+                            "HTTP/1.0 only; HTTP/1.1 pipelines the in-line requests")
     elif app == "bulk":
         fields["bytes"] = section.field("bytes", _bytes, required=True)
     elif app == "udp":

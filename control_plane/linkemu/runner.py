@@ -264,8 +264,8 @@ class RunOnce:
         if flow.app == "http":
             return APPS + ["http-client", "--server", server_address, "--port", port,
                            "--page", flow.page, "--http", flow.http,
-                           "--parallel", str(flow.parallel), "--out", out,
-                           "--timeout", str(self.experiment.run_timeout_s)], None
+                           "--parallel", str(flow.parallel), "--inline", flow.inline,
+                           "--out", out, "--timeout", str(self.experiment.run_timeout_s)], None
         if flow.app == "bulk":
             return APPS + ["bulk-client", "--server", server_address, "--port", port,
                            "--out", out, "--timeout", str(self.experiment.run_timeout_s)], None

@@ -109,6 +109,105 @@ def test_http10_page_uses_one_connection_per_object(http_port, tmp_path):
     assert all(c["connect_unix"] <= c["done_unix"] for c in connections)
 
 
+def most_open(connections):
+    """The most connections open at once by the client's own records: each
+    one's interval holds its socket's life, and a connection starts only
+    after the one whose slot it takes has recorded its end."""
+    return max(sum(o["connect_unix"] <= c["connect_unix"] < o["done_unix"] for o in connections)
+               for c in connections)
+
+
+class HeldPage(socketserver.ThreadingTCPServer):
+    """HTTP/1.0 that sends each response's head at once and holds its body
+    until `parallel` requests, or all the unanswered ones, wait; then it
+    answers the oldest and waits for the client to close that connection
+    before it answers another. A wait longer than 5 s closes the connection
+    without the body (`stuck`), so that a wrong client fails, not hangs."""
+
+    daemon_threads = True
+
+    def __init__(self, objects, parallel):
+        super().__init__((LOOPBACK, 0), HeldHandler)
+        self.unanswered = objects
+        self.parallel = parallel
+        self.held = []           # handlers, oldest first
+        self.answering = False
+        self.answers = []        # the sizes held when each body went out
+        self.most_held = 0
+        self.stuck = None
+        self.changed = threading.Condition()
+
+
+class HeldHandler(socketserver.BaseRequestHandler):
+    def my_turn(self):
+        page = self.server
+        return (page.held[0] is self and not page.answering
+                and len(page.held) >= min(page.parallel, page.unanswered))
+
+    def handle(self):
+        page = self.server
+        self.size = int(read_heads(self.request, 1).split(b" ")[1][1:])
+        head, body = apps.response_head("HTTP/1.0", self.size, close=True)
+        self.request.sendall(head)
+        with page.changed:
+            page.held.append(self)
+            page.most_held = max(page.most_held, len(page.held))
+            page.changed.notify_all()
+            if not page.changed.wait_for(self.my_turn, timeout=5):
+                page.stuck = [handler.size for handler in page.held]
+                return
+            page.answers.append([handler.size for handler in page.held])
+            page.held.pop(0)
+            page.answering = True
+        self.request.sendall(b"x" * body)
+        apps.close_gracefully(self.request)
+        with page.changed:
+            page.answering = False
+            page.unanswered -= 1
+            page.changed.notify_all()
+
+
+@pytest.mark.parametrize("parallel", [1, 2, 4])
+def test_http10_inline_connections_start_at_the_main_objects_first_data(tmp_path, parallel):
+    """The main object's body is held until `parallel` connections are open:
+    the in-line ones must start while it arrives, and no more than that."""
+    with HeldPage(1 + 8, parallel) as held:
+        threading.Thread(target=held.serve_forever, args=(0.05,), daemon=True).start()
+        try:
+            result = run_app("http-client", "--server", LOOPBACK, "--port",
+                             held.server_address[1], "--page", "m+8m", "--http", "1.0",
+                             "--parallel", parallel, "--out", tmp_path / "page.json",
+                             "--timeout", 10, timeout=20)
+        finally:
+            held.shutdown()
+    assert (held.stuck, result.returncode) == (None, 0), result.stderr
+    assert held.answers[0] == [12576] + [8384] * (parallel - 1)
+    assert held.most_held == parallel
+    main, *inline = json.loads((tmp_path / "page.json").read_text())["connections"]
+    assert main["objects"] == [12576] and [c["objects"] for c in inline] == [[8384]] * 8
+    assert [c["connect_unix"] < main["done_unix"] for c in inline] == \
+        [True] * (parallel - 1) + [False] * (9 - parallel)
+    assert most_open([main, *inline]) == parallel
+
+
+def test_http10_page_fails_with_an_object_and_starts_no_more(monkeypatch):
+    started = []
+
+    def fetch(server, port, size, deadline, first_data=None):
+        started.append(size)
+        if first_data:
+            first_data()
+        if size == 2:
+            raise apps.AppError("object /2 failed")
+        return apps.connection_record(1, [size], time.time())
+
+    monkeypatch.setattr(apps, "fetch_closing", fetch)
+    with pytest.raises(apps.AppError, match="/2 failed"):
+        apps.fetch_page_closing(LOOPBACK, 80, 100, [1, 2, 3, 4], 1, "first-data",
+                                time.monotonic() + 5)
+    assert started == [100, 1, 2]
+
+
 class SlowHandler(socketserver.BaseRequestHandler):
     """Answers one HTTP/1.0 request after 0.1 s, so that connections overlap."""
 
@@ -120,20 +219,19 @@ class SlowHandler(socketserver.BaseRequestHandler):
 
 
 @pytest.mark.parametrize("parallel", [None, 2])
-def test_http10_inline_objects_after_main_and_at_most_parallel(tmp_path, parallel):
+def test_http10_main_complete_starts_inline_objects_after_main(tmp_path, parallel):
     with socketserver.ThreadingTCPServer((LOOPBACK, 0), SlowHandler) as slow:
         threading.Thread(target=slow.serve_forever, args=(0.05,), daemon=True).start()
         try:
             page = fetch_page(slow.server_address[1], tmp_path, "l+8m", "1.0",
+                              "--inline", "main-complete",
                               *(["--parallel", parallel] if parallel else []))
         finally:
             slow.shutdown()
     main, *inline = page["connections"]
     assert main["objects"] == [71788] and [c["objects"] for c in inline] == [[8384]] * 8
     assert all(c["connect_unix"] >= main["done_unix"] for c in inline)
-    overlaps = [sum(o["connect_unix"] <= c["connect_unix"] < o["done_unix"] for o in inline)
-                for c in inline]
-    assert max(overlaps) == (parallel or 4)
+    assert most_open(inline) == (parallel or 4)
 
 
 def test_http11_page_on_one_persistent_connection(http_port, tmp_path):

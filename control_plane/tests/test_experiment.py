@@ -42,8 +42,22 @@ def test_ready_experiments_load_in_both_forms(path, short):
 def test_defaults_put_the_server_on_the_fixed_side():
     e = parse(experiment(hosts={"fixed": 2, "mobile": 2}))
     flow = e.workloads["page"][0]
-    assert (flow.server, flow.client, flow.parallel, flow.http) == ("h1", "h3", 4, "1.0")
+    assert (flow.server, flow.client, flow.parallel, flow.http, flow.inline) == \
+        ("h1", "h3", 4, "1.0", "first-data")
     assert e.side("h2") == "fixed" and e.side("h3") == "mobile"
+
+
+def test_inline_start_is_one_of_two_and_http10_only():
+    e = parse(experiment(workloads={"page": [{"app": "http", "page": "s+2s",
+                                              "inline": "main-complete"}]}))
+    assert e.workloads["page"][0].inline == "main-complete"
+    found = problems(experiment(workloads={"page": [
+        {"app": "http", "page": "s+2s", "inline": "late"},
+        {"app": "http", "page": "s+2s", "http": "1.1", "inline": "main-complete"}]}))
+    assert found == [
+        "workloads.page[0].inline: 'late': expected one of first-data, main-complete",
+        "workloads.page[1].inline: 'main-complete': HTTP/1.0 only; HTTP/1.1 pipelines "
+        "the in-line requests"]
 
 
 def test_runs_cover_the_matrix_with_replications_grouped_by_profile():

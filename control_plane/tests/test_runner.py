@@ -1,8 +1,12 @@
-"""A run's wait for the switch to empty, on counters made by hand."""
+"""A run's wait for the switch to empty, on counters made by hand, and the
+command lines it gives the clients."""
+
+from types import SimpleNamespace
 
 import pytest
 
-from linkemu import dataplane, runner
+from linkemu import apps, dataplane, runner
+from linkemu.experiment import Flow
 
 
 def test_frames_that_never_leave_are_counted_and_given_their_likely_cause(monkeypatch):
@@ -17,3 +21,15 @@ def test_frames_that_never_leave_are_counted_and_given_their_likely_cause(monkey
         run._wait_idle()
     counters["link_out"]["downlink"] = (7, 0)
     run._wait_idle()   # nothing inside: returns at once
+
+
+def test_http_client_is_given_the_flows_page_settings(tmp_path):
+    run = runner.RunOnce.__new__(runner.RunOnce)
+    run.work = tmp_path
+    run.experiment = SimpleNamespace(run_timeout_s=300.0)
+    flow = Flow(app="http", server="h1", client="h2", start_s=0.0, page="m+8m", http="1.0",
+                inline="main-complete", parallel=3)
+    args, _ = run._client_args(0, flow, "10.0.0.1")
+    parsed = apps.build_parser().parse_args(args[len(runner.APPS):])
+    assert (parsed.page, parsed.http, parsed.parallel, parsed.inline, parsed.port) == \
+        ("m+8m", "1.0", 3, "main-complete", runner.FIRST_PORT)
