@@ -14,7 +14,7 @@ from .link_states import TimelineError, read_timeline, walk, write_timeline
 from .p4runtime import P4RuntimeError, Switch
 from .profile import ProfileError, load_profile
 from .queue_monitor import QueueMonitor
-from .results import ResultsError
+from .results import ResultsError, against_study, cell_statistics
 from .state_driver import RateDriver, StateDriver, default_record_path
 
 
@@ -134,6 +134,8 @@ def _experiment_check(args):
         experiment = load_experiment(path, short=args.short)
         print(f"{path}: {experiment.name}: {len(experiment.runs())} runs "
               f"({len(experiment.cells())} cells x {experiment.replications} replications)")
+        for e in experiment.expectations:
+            print(f"  expect {e.describe()}" + (f" ({e.source})" if e.source else ""))
 
 
 def _experiment_run(args):
@@ -159,9 +161,17 @@ def _experiment_run(args):
     complete, failed = run_batch(experiment, out, Path(args.file).read_text())
     print(f"{out}: {complete} of {len(experiment.runs())} runs complete, {failed} failed; "
           f"summary in {out / 'summary.md'}")
+    verdicts = against_study(experiment, cell_statistics(experiment, out))
+    for verdict in verdicts:
+        print(f"expect {verdict.describe()}")
     if complete < len(experiment.runs()):
         print("some runs did not complete; the same command retries them and keeps the "
               "finished ones", file=sys.stderr)
+        return 1
+    unmet = [v for v in verdicts if v.result != "met"]
+    if unmet:
+        print(f"{len(unmet)} of {len(verdicts)} expectations not met (missed, or no run has "
+              f"the metric); see 'Against the study' in {out / 'summary.md'}", file=sys.stderr)
         return 1
     return 0
 

@@ -7,7 +7,8 @@ Replication r of every cell meets the same link-state timeline (drawn from
 `short:` names a smaller batch (fewer replications, a subset of the matrix)
 that finishes in minutes. `event_log:` logs every packet of every run and
 checks its release times ({threshold: 10ms, reject: true} fails a run with a
-packet released later than that).
+packet released later than that). `expect:` lists figures of a study that
+cells of the matrix should reproduce, checked after the batch.
 """
 
 import copy
@@ -116,6 +117,7 @@ class Experiment:
     run_timeout_s: float
     keep_captures: bool
     event_log: EventLogCheck | None = None
+    expectations: tuple = ()  # of Expectation, for cells of this (full or short) matrix
 
     @property
     def hosts(self):
@@ -126,9 +128,7 @@ class Experiment:
 
     def cells(self):
         """The (profile, tcp, workload) cells of every block, once each."""
-        cells = {(p, t, w): None for block in self.matrix for p in block["profile"]
-                 for t in block["tcp"] for w in block["workload"]}
-        return list(cells)
+        return _cells(self.matrix)
 
     def runs(self):
         """Every run, grouped by profile (one network per profile), then by
@@ -399,6 +399,103 @@ def _event_log(section):
     return check
 
 
+# -- Expectations: the study's figures a cell should reproduce
+
+COMPARED = ("median", "mean")  # statistics an expectation may compare
+
+
+@dataclass(frozen=True)
+class Expectation:
+    """`statistic` of the scalar `metric` over a cell's replications is
+    within `within` (relative) of the study's figure `study`."""
+
+    cell: tuple             # (profile, tcp, workload)
+    metric: str
+    study: float
+    statistic: str
+    within: float           # 0.1 for 10 %
+    source: str = ""
+
+    def describe(self):
+        return (f"{' · '.join(self.cell)}: {self.statistic} {self.metric} = "
+                f"{self.study:g} ± {100 * self.within:g} %")
+
+
+def flow_label(index, flow):
+    """The prefix of a flow's scalars: flow0.bulk for flow0.bulk.elapsed_s."""
+    return f"flow{index}.{flow.app}"
+
+
+def _cells(matrix):
+    cells = {(p, t, w): None for block in matrix for p in block["profile"]
+             for t in block["tcp"] for w in block["workload"]}
+    return list(cells)
+
+
+def _percent(value):
+    match = re.fullmatch(r"(\d+(?:\.\d+)?) ?%", value.strip()) if isinstance(value, str) else None
+    if not match or float(match[1]) == 0:
+        raise ValueError("expected a positive percentage, e.g. '10%'")
+    return float(match[1]) / 100
+
+
+def _figure(value):
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value == 0:
+        raise ValueError("expected a number other than 0 (the tolerance is relative to it)")
+    return float(value)
+
+
+def _metric(flows):
+    """A scalar's name; a flow's scalar (flowN.APP.*) must be of a flow of
+    the workload, which catches the likeliest slip (flow numbers from 0)."""
+    labels = [flow_label(i, f) for i, f in enumerate(flows or ()) if f is not None]
+
+    def convert(value):
+        if not isinstance(value, str) or not value:
+            raise ValueError("expected a scalar's name, as in metrics.json")
+        if flows is not None and re.match(r"flow\d+\.", value) \
+                and not value.startswith(tuple(f"{label}." for label in labels)):
+            raise ValueError(f"not a flow of the workload; its flows: {', '.join(labels)}")
+        return value
+    return convert
+
+
+def _expectations(section, key, known, workloads, cells):
+    """The `expect:` list; each names a cell of `cells` (tcp and workload
+    may be left out when the experiment defines one)."""
+    section.known.add(key)
+    if key not in section.data:
+        return ()
+    values = section.data[key]
+    path = section.sub_path(key)
+    if not isinstance(values, list) or not values:
+        section.problem(path, values, "expected a list of expectations")
+        return ()
+    expectations = []
+    for i, value in enumerate(values):
+        entry = Section(value, f"{path}[{i}]", section.problems)
+        cell = []
+        for axis in AXES:
+            one = axis != "profile" and len(known[axis]) == 1
+            cell.append(entry.field(axis, choice(known[axis]), required=not one,
+                                    default=known[axis][0] if one else None))
+        fields = {"metric": entry.field("metric", _metric(workloads.get(cell[2])),
+                                        required=True),
+                  "study": entry.field("study", _figure, required=True),
+                  "statistic": entry.field("statistic", choice(COMPARED), default="median"),
+                  "within": entry.field("within", _percent, required=True),
+                  "source": entry.field("source", text, default="")}
+        entry.reject_unknown()
+        if None in cell:
+            continue
+        if tuple(cell) not in cells:
+            section.problems.append(f"{entry.path}: {' · '.join(cell)} is not a cell of "
+                                    "the matrix")
+            continue
+        expectations.append(Expectation(cell=tuple(cell), **fields))
+    return tuple(expectations)
+
+
 def parse_experiment(data, source="experiment", base_dir=Path("."), short=False):
     """Validates parsed YAML into an Experiment, or raises ExperimentError.
     `short` applies the file's `short:` section."""
@@ -428,6 +525,7 @@ def parse_experiment(data, source="experiment", base_dir=Path("."), short=False)
     event_log = _event_log(top.section("event_log", required=False))
     known = {"profile": tuple(profiles), "tcp": tuple(tcp), "workload": tuple(workloads)}
     matrix = _matrix(top, "matrix", known, problems)
+    expectations = _expectations(top, "expect", known, workloads, _cells(matrix))
     short_section = top.section("short", required=False)
     if short_section is not None:
         short_replications = short_section.field(
@@ -438,13 +536,16 @@ def parse_experiment(data, source="experiment", base_dir=Path("."), short=False)
             replications, matrix = short_replications, short_matrix
     elif short:
         problems.append("short: missing; this experiment has no short form")
+    # The short form checks only the expectations of its own cells.
+    expectations = tuple(e for e in expectations if e.cell in _cells(matrix))
     top.reject_unknown()
     if problems:
         raise ExperimentError(source, problems)
     return Experiment(name=name, description=description, fixed=fixed, mobile=mobile,
                       profiles=profiles, tcp=tcp, workloads=workloads, matrix=matrix,
                       replications=replications, seed=seed, run_timeout_s=run_timeout_s,
-                      keep_captures=keep_captures, event_log=event_log)
+                      keep_captures=keep_captures, event_log=event_log,
+                      expectations=expectations)
 
 
 def load_experiment(path, short=False):

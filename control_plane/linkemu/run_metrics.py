@@ -13,6 +13,7 @@ from dataclasses import asdict
 
 from . import event_log, flows
 from .dataplane import DIRECTION_IDS
+from .experiment import flow_label
 
 # Counter -> cause, as reported per direction.
 DROP_CAUSES = {"drop_queue": "queue", "drop_aqm": "aqm", "drop_aqm_ect": "aqm_ect",
@@ -32,7 +33,7 @@ def compute(experiment, run, work, info):
     flow_metrics, scalars, connections_by_flow = [], {}, {}
     for index, flow in enumerate(experiment.workloads[run.workload]):
         port = info["ports"][index]
-        label = f"flow{index}.{flow.app}"
+        label = flow_label(index, flow)
         result = {"flow": index, "app": flow.app, "server": flow.server,
                   "client": flow.client, "port": port, "start_s": flow.start_s}
         if flow.app == "udp":
@@ -110,11 +111,14 @@ def _page(connections, scalars, label):
 
 
 def _bulk(connections, scalars, label):
+    """Elapsed time, throughput, and the connection's segments lost on the
+    link (both directions)."""
     if len(connections) != 1 or not connections[0].complete:
         return {"complete": False}
     c = connections[0]
     scalars[f"{label}.elapsed_s"] = c.elapsed_s
     scalars[f"{label}.throughput_bps"] = c.throughput_bps
+    scalars[f"{label}.lost"] = c.down.lost + c.up.lost
     return {"complete": True, "elapsed_s": c.elapsed_s, "throughput_bps": c.throughput_bps}
 
 

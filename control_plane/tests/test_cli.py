@@ -1,7 +1,12 @@
 """The CLI reports bad input and unreachable switches clearly, and checks
 profiles before it connects to anything."""
 
-from linkemu import cli
+from pathlib import Path
+
+import pytest
+import yaml
+
+from linkemu import cli, emunet, results, runner
 from linkemu.bmv2 import free_tcp_port
 from linkemu.cli import main
 from linkemu.p4runtime import TableEntry
@@ -83,3 +88,53 @@ def test_states_refuses_a_switch_whose_profile_draws_no_errors(capsys, tmp_path,
     err = capsys.readouterr().err
     assert "its link states err the downlink and uplink," in err
     assert f"push this profile first (linkemu push {profile})" in err
+
+
+PROFILES = Path(__file__).resolve().parents[2] / "profiles"
+
+
+def checked_experiment(tmp_path):
+    path = tmp_path / "e.yaml"
+    path.write_text(yaml.safe_dump({
+        "name": "e", "profile_dir": str(PROFILES), "profiles": ["smix1-e0"], "tcp": {"a": {}},
+        "workloads": {"w": [{"app": "bulk", "bytes": 100}]}, "replications": 2,
+        "expect": [{"profile": "smix1-e0", "metric": "flow0.bulk.elapsed_s", "study": 32,
+                    "within": "10%", "source": "S-MIX1"}]}))
+    return path
+
+
+def test_experiment_check_lists_the_expectations(capsys, tmp_path):
+    assert main(["experiment", "check", str(checked_experiment(tmp_path))]) == 0
+    assert "  expect smix1-e0 · a · w: median flow0.bulk.elapsed_s = 32 ± 10 % (S-MIX1)\n" \
+        in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("elapsed, status, verdict, code, message", [
+    ((33.0, 34.0), "ok", "33.5 (n 2), +4.7 %: met", 0, None),
+    ((33.0, 40.0), "ok", "36.5 (n 2), +14.1 %: missed", 1, "1 of 1 expectations not met"),
+    ((40.0, 30.0), "failed", "40 (n 1), +25.0 %: missed", 1, "some runs did not complete"),
+    ((None, None), "ok", None, 1, "1 of 1 expectations not met")])
+def test_experiment_run_fails_a_complete_batch_that_misses(capsys, tmp_path, monkeypatch,
+                                                           elapsed, status, verdict, code,
+                                                           message):
+    def run_batch(experiment, out, text):
+        results.prepare(out, text)
+        for run, seconds, state in zip(experiment.runs(), elapsed, ("ok", status)):
+            work = results.partial_dir(out, run)
+            work.mkdir(parents=True)
+            scalars = {} if seconds is None else {"flow0.bulk.elapsed_s": seconds}
+            results.commit_run(out, run, work, {"status": state, "scalars": scalars})
+        results.write_summary(experiment, out)
+        return results.count(out, experiment.runs())
+
+    (tmp_path / "linkemu.json").write_text("{}")
+    monkeypatch.setattr(emunet, "BUILD", tmp_path)
+    monkeypatch.setattr(cli, "missing_tools", lambda *tools: [])
+    monkeypatch.setattr(cli.os, "geteuid", lambda: 0)
+    monkeypatch.setattr(runner, "run_batch", run_batch)
+    assert main(["experiment", "run", str(checked_experiment(tmp_path)),
+                 "--out", str(tmp_path / "out")]) == code
+    out, err = capsys.readouterr()
+    line = "expect smix1-e0 · a · w: median flow0.bulk.elapsed_s = 32 ± 10 %: "
+    assert line + (f"linkemu {verdict}" if verdict else "no data") + "\n" in out
+    assert (message in err) if message else not err

@@ -158,3 +158,61 @@ def test_profiles_are_found_relative_to_the_file(tmp_path):
     file = tmp_path / "e.yaml"
     file.write_text(yaml.safe_dump(experiment(profile_dir="p", profiles=["mine"])))
     assert list(load_experiment(file).profiles) == ["gprs-optimal"]
+
+
+def with_expectations(expect, **changes):
+    return experiment(
+        profiles=["gprs-optimal", "1mbit-50ms"],
+        workloads={"two": [{"app": "bulk", "bytes": 100}, {"app": "bulk", "bytes": 100}]},
+        matrix={"profile": ["gprs-optimal"]}, expect=expect, **changes)
+
+
+def test_expectations_take_the_only_tcp_and_workload_and_median():
+    e = parse(with_expectations([
+        {"profile": "gprs-optimal", "metric": "flow1.bulk.elapsed_s", "study": 32,
+         "within": "10%", "source": "S-MIX1"},
+        {"profile": "gprs-optimal", "metric": "drops.downlink.queue", "study": 20,
+         "within": "2.5 %", "statistic": "mean"}]))
+    first, second = e.expectations
+    assert (first.cell, first.statistic, first.within, first.source) == \
+        (("gprs-optimal", "base", "two"), "median", 0.1, "S-MIX1")
+    assert (second.statistic, second.within) == ("mean", 0.025)
+    assert first.describe() == \
+        "gprs-optimal · base · two: median flow1.bulk.elapsed_s = 32 ± 10 %"
+
+
+def test_the_short_form_skips_expectations_of_cells_it_leaves_out():
+    data = experiment(profiles=["gprs-optimal", "1mbit-50ms"],
+                      short={"matrix": {"profile": ["1mbit-50ms"]}},
+                      expect=[{"profile": p, "metric": "t", "study": 1, "within": "10%"}
+                              for p in ("gprs-optimal", "1mbit-50ms")])
+    assert [x.cell[0] for x in parse(data).expectations] == ["gprs-optimal", "1mbit-50ms"]
+    assert [x.cell[0] for x in parse(data, short=True).expectations] == ["1mbit-50ms"]
+
+
+def test_every_expectation_problem_is_reported_with_its_path():
+    found = problems(with_expectations(
+        [{"profile": "nonexistent", "metric": "t", "study": 1, "within": "10%"},
+         {"profile": "1mbit-50ms", "metric": "t", "study": 1, "within": "10%"},
+         {"profile": "gprs-optimal", "metric": "flow2.bulk.elapsed_s", "study": 0,
+          "within": 10, "statistic": "p90", "extra": 1},
+         {"profile": "gprs-optimal", "metric": "t", "study": 1, "within": "0%"},
+         {"profile": "gprs-optimal", "tcp": "base"}],
+        tcp={"base": {}, "other": {}}))
+    text = "\n".join(found)
+    for expected in ("expect[0].profile: 'nonexistent': expected one of gprs-optimal, 1mbit-50ms",
+                     "expect[0].tcp: missing", "expect[1].tcp: missing",
+                     "expect[2].metric: 'flow2.bulk.elapsed_s': not a flow of the workload; "
+                     "its flows: flow0.bulk, flow1.bulk",
+                     "expect[2].study: 0: expected a number other than 0",
+                     "expect[2].within: 10: expected a positive percentage",
+                     "expect[2].statistic: 'p90': expected one of median, mean",
+                     "expect[2].extra: 1: unknown field",
+                     "expect[3].within: '0%'",
+                     "expect[4].metric: missing", "expect[4].study: missing",
+                     "expect[4].within: missing"):
+        assert expected in text, f"{expected!r} not in\n{text}"
+    assert problems(with_expectations([])) == ["expect: []: expected a list of expectations"]
+    assert problems(with_expectations([{"profile": "1mbit-50ms", "metric": "t", "study": 1,
+                                        "within": "10%"}])) == \
+        ["expect[0]: 1mbit-50ms · base · two is not a cell of the matrix"]

@@ -1,4 +1,5 @@
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -50,6 +51,43 @@ def test_summary_says_what_it_covers(experiment, tmp_path):
         "gprs-optimal,a,w,t,2,1,1.5,2,2.5,3,2"
 
 
+def checked(statistic="median"):
+    return parse_experiment({
+        "name": "x", "profiles": ["gprs-optimal"], "tcp": {"a": {}},
+        "workloads": {"w": [{"app": "bulk", "bytes": 100}]}, "replications": 3,
+        "expect": [
+            {"profile": "gprs-optimal", "metric": "flow0.bulk.elapsed_s", "study": 30,
+             "within": "10%", "statistic": statistic, "source": "S-MIX1"},
+            {"profile": "gprs-optimal", "metric": "drops.downlink.queue", "study": 20,
+             "within": "30%"},
+            {"profile": "gprs-optimal", "metric": "flow0.bulk.lost", "study": 18,
+             "within": "30%"}]}, "x.yaml", ROOT / "experiments")
+
+
+def test_summary_compares_the_study_figures(tmp_path):
+    experiment = checked()
+    results.prepare(tmp_path, "text")
+    for run, elapsed, drops in zip(experiment.runs(), (31.0, 34.0, 40.0), (10, 26, 30)):
+        commit(tmp_path, run, scalars={"flow0.bulk.elapsed_s": elapsed,
+                                       "drops.downlink.queue": drops})
+    results.write_summary(experiment, tmp_path)
+    markdown = (tmp_path / "summary.md").read_text()
+    assert "## Against the study" in markdown
+    assert "| gprs-optimal · a · w | flow0.bulk.elapsed_s | median | 30 | 34 | 3 | 13.3333 " \
+           "| 10 | missed | S-MIX1 |" in markdown
+    # 26 against 20 is exactly 30 % off: met.
+    assert "| drops.downlink.queue | median | 20 | 26 | 3 | 30 | 30 | met |" in markdown
+    assert "| flow0.bulk.lost | median | 18 |  | 0 |  | 30 | no data |" in markdown
+    rows = (tmp_path / "expect.csv").read_text().splitlines()
+    assert rows[0] == ",".join(results.EXPECT_COLUMNS)
+    assert rows[2] == "gprs-optimal,a,w,drops.downlink.queue,median,20,26,3,30,30,met,"
+    verdicts = results.against_study(checked("mean"), results.cell_statistics(experiment, tmp_path))
+    assert [v.result for v in verdicts] == ["missed", "met", "no data"]
+    assert verdicts[0].describe() == ("gprs-optimal · a · w: mean flow0.bulk.elapsed_s = "
+                                      "30 ± 10 %: linkemu 35 (n 3), +16.7 %: missed")
+    assert verdicts[2].describe().endswith("flow0.bulk.lost = 18 ± 30 %: no data")
+
+
 def test_a_different_experiment_file_is_refused(tmp_path):
     results.prepare(tmp_path, "one")
     results.prepare(tmp_path, "one")
@@ -74,6 +112,13 @@ def test_page_response_time_and_ranks():
     assert scalars["flow0.http.rank2_throughput_bps"] == pytest.approx(8 * 2096 / 2.9)
     run_metrics._tcp_totals({0: [connection(0, 1, 1, 1)] * 2}, scalars)
     assert scalars["tcp.retransmissions"] == 2 and scalars["tcp.dup_acks"] == 4
+
+
+def test_bulk_counts_the_connection_s_segments_lost_on_the_link():
+    scalars = {}
+    c = replace(connection(10.0, 40.0, 188640, 1), down=DataStats(lost=18), up=DataStats(lost=1))
+    run_metrics._bulk([c], scalars, "flow0.bulk")
+    assert scalars["flow0.bulk.lost"] == 19 and scalars["flow0.bulk.elapsed_s"] == 30.0
 
 
 def test_fairness_over_flows_started_together(experiment):
