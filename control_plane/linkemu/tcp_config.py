@@ -2,9 +2,9 @@
 back before a run.
 
 Every setting is optional: what a configuration leaves out keeps the
-kernel's default. The sysctls are per namespace; initcwnd, initrwnd and
-advmss are options of the host's route to the emulated network; mtu is its
-interface's MTU (at most the profile's, which the switch's ports carry).
+kernel's default. The sysctls are per namespace; initcwnd, initrwnd, advmss
+and quickack are options of the host's route to the emulated network; mtu is
+its interface's MTU (at most the profile's, which the switch's ports carry).
 """
 
 import re
@@ -25,7 +25,18 @@ SYSCTLS = {
     "metrics_cache": ("net.ipv4.tcp_no_metrics_save", {True: "0", False: "1"}),
     "congestion_control": ("net.ipv4.tcp_congestion_control", None),
 }
-ROUTE_OPTIONS = ("initcwnd", "initrwnd", "advmss")
+# route option -> {value: what the route holds}; None: the value itself.
+ROUTE_OPTIONS = {
+    "initcwnd": None,
+    "initrwnd": None,
+    "advmss": None,
+    # RTAX_QUICKACK: the host ACKs every data segment at once (no delayed ACK)
+    # on connections over this route.
+    "quickack": _ON_OFF,
+}
+# What a route holds for an option `ip route show` does not print: the kernel
+# reports no metric that is 0, so `quickack 0` shows as nothing.
+ROUTE_UNSHOWN = {"quickack": "0"}
 AVAILABLE_CC = "/proc/sys/net/ipv4/tcp_available_congestion_control"
 ALLOWED_CC = "/proc/sys/net/ipv4/tcp_allowed_congestion_control"
 
@@ -47,6 +58,7 @@ class HostTcp:
     congestion_control: str = None
     mtu: int = None
     advmss: int = None
+    quickack: bool = None
 
     def merged(self, other):
         """This configuration with `other`'s settings written over it."""
@@ -72,7 +84,14 @@ CONVERTERS = {
     "congestion_control": _congestion_control,
     "mtu": int_in(68, 9000, "bytes"),
     "advmss": int_in(48, 8960, "bytes"),
+    "quickack": boolean,
 }
+
+
+def _held_form(name, value):
+    """What the host holds (a sysctl's or route option's text) for `value`."""
+    values = SYSCTLS[name][1] if name in SYSCTLS else ROUTE_OPTIONS.get(name)
+    return str(value) if values is None else values[value]
 
 
 def parse_host_tcp(section, extra_keys=()):
@@ -101,13 +120,13 @@ def apply(config, interface, address, run):
                 f"({' '.join(allowed)}), so a host's namespace cannot make it its default; "
                 f"allow it on the machine: sysctl -w net.ipv4.tcp_allowed_congestion_control="
                 f"'{' '.join(allowed + [wanted])}'")
-    for name, (sysctl, values) in SYSCTLS.items():
+    for name, (sysctl, _) in SYSCTLS.items():
         if name in settings:
-            value = settings[name] if values is None else values[settings[name]]
-            run(f"sysctl -q -w {sysctl}={value}")
+            run(f"sysctl -q -w {sysctl}={_held_form(name, settings[name])}")
     if "mtu" in settings:
         run(f"ip link set dev {interface} mtu {settings['mtu']}")
-    options = " ".join(f"{o} {settings[o]}" for o in ROUTE_OPTIONS if o in settings)
+    options = " ".join(f"{o} {_held_form(o, settings[o])}"
+                       for o in ROUTE_OPTIONS if o in settings)
     run(f"ip route replace {SUBNET} dev {interface} proto kernel scope link src {address} "
         f"{options}")
     # Every run starts without cached metrics; CBI then works within the run.
@@ -125,16 +144,13 @@ def read_back(config, interface, run):
         else:
             route = run(f"ip route show {SUBNET} dev {interface}")
             match = re.search(rf"\b{name} (\d+)", route)
-            held[name] = match.group(1) if match else None
+            held[name] = match.group(1) if match else ROUTE_UNSHOWN.get(name)
     return held
 
 
 def verify(config, interface, run):
     """Raises TcpConfigError naming every setting the host does not hold."""
-    expected = {}
-    for name, value in config.settings().items():
-        values = SYSCTLS[name][1] if name in SYSCTLS else None
-        expected[name] = str(value) if values is None else values[value]
+    expected = {name: _held_form(name, value) for name, value in config.settings().items()}
     held = read_back(config, interface, run)
     wrong = [f"{name}: wanted {expected[name]}, host holds {held[name]}"
              for name in expected if held[name] != expected[name]]

@@ -126,7 +126,8 @@ def test_every_problem_is_reported_with_its_path():
     found = problems(experiment(
         name="bad name", hosts={"fixed": 0},
         profiles=["gprs-optimal", "nonexistent"],
-        tcp={"t": {"initcwnd": 0, "sack": "yes", "bogus": 1, "h9": {"ecn": True}}},
+        tcp={"t": {"initcwnd": 0, "sack": "yes", "quickack": 1, "bogus": 1,
+                   "h9": {"ecn": True}}},
         workloads={"w": [{"app": "http", "page": "huge"},
                          {"app": "bulk"},
                          {"app": "udp", "payload": 8, "interval": "0s", "duration": "1s"},
@@ -135,7 +136,8 @@ def test_every_problem_is_reported_with_its_path():
         matrix={"workload": ["w", "none"]}, replications=0, extra=1))
     text = "\n".join(found)
     for expected in ("name: 'bad name'", "hosts.fixed: 0", "profiles[1]: ",
-                     "tcp.t.initcwnd: 0", "tcp.t.sack: 'yes'", "tcp.t.bogus",
+                     "tcp.t.initcwnd: 0", "tcp.t.sack: 'yes'",
+                     "tcp.t.quickack: 1: expected true or false", "tcp.t.bogus",
                      "tcp.t.h9", "workloads.w[0].page: 'huge'", "workloads.w[1].bytes: missing",
                      "workloads.w[2].payload: 8", "workloads.w[2].interval: '0s'",
                      "workloads.w[3].app: 'ftp'", "workloads.w[4]: h1 and h1 are both",

@@ -7,7 +7,8 @@ from linkemu.tcp_config import HostTcp, TcpConfigError, apply, read_back, verify
 
 class FakeHost:
     """A namespace's sysctls, route and MTU, driven by the commands
-    tcp_config runs; `ignore` lists sysctls the kernel refuses."""
+    tcp_config runs; `ignore` lists sysctls and route options the kernel
+    refuses. Like the kernel, `ip route show` prints no option that is 0."""
 
     def __init__(self, ignore=()):
         self.sysctls = {"net.ipv4.tcp_congestion_control": "cubic"}
@@ -35,9 +36,11 @@ class FakeHost:
             return self.mtu + "\n"
         if command.startswith("ip route replace "):
             self.route = command[len("ip route replace "):]
+            for option in self.ignore:
+                self.route = re.sub(rf" {option} \d+", "", self.route)
             return ""
         if command.startswith("ip route show"):
-            return self.route + "\n"
+            return re.sub(r" [a-z_]+ 0\b", "", self.route) + "\n"
         return ""
 
 
@@ -87,3 +90,22 @@ def test_a_congestion_control_namespaces_may_not_default_to_is_explained():
     with pytest.raises(TcpConfigError, match="cubic is not in net.ipv4.tcp_allowed_conge"
                                              ".*tcp_allowed_congestion_control='reno bbr cubic'"):
         apply(HostTcp(congestion_control="cubic"), "h1-eth0", "10.0.0.1", host.run)
+
+
+def test_quickack_is_a_route_option_read_back_when_ip_prints_it_or_not():
+    for quickack, shown in ((True, "1"), (False, "0")):
+        config = HostTcp(initcwnd=2, quickack=quickack)
+        host = FakeHost()
+        apply(config, "h1-eth0", "10.0.0.1", host.run)
+        assert any(c.startswith("ip route replace 10.0.0.0/8 ") and
+                   c.endswith(f"initcwnd 2 quickack {shown}") for c in host.commands)
+        verify(config, "h1-eth0", host.run)
+        assert read_back(config, "h1-eth0", host.run) == {"initcwnd": "2", "quickack": shown}
+
+
+def test_quickack_the_route_did_not_take_is_named():
+    config = HostTcp(quickack=True)
+    host = FakeHost(ignore=("quickack",))
+    apply(config, "h1-eth0", "10.0.0.1", host.run)
+    with pytest.raises(TcpConfigError, match="quickack: wanted 1, host holds 0"):
+        verify(config, "h1-eth0", host.run)
