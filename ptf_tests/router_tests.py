@@ -34,6 +34,27 @@ class ByteLimitTest(LinkemuTest):
         self.assertEqual(self.counter_delta(before, "drop_queue", "downlink"), 6)
 
 
+class LinkBufferTest(LinkemuTest):
+    """The link send buffer takes frames before the router queue: 3000 B
+    hold five 576-byte packets (the one on the link among them), the sixth
+    waits in the 1-packet router queue, the last three find both full. The
+    router queue's counters see the sixth alone; every frame leaves when the
+    link model says."""
+
+    def runTest(self):
+        link = {"rate": "64kbit", "queue": 1, "link_buffer": "3000B"}
+        self.push({"downlink": link})
+        before = self.counters()
+        sent, received = self.timed(
+            FIXED_PORT, MOBILE, lambda: self.send_spaced(FIXED_PORT, MOBILE, 9, 0, 590),
+            wait=6 * 0.072 + 1)
+        self.assertEqual(seqs(received), list(range(6)))
+        self.assertEqual(self.counter_delta(before, "drop_queue", "downlink"), 3)
+        self.assertEqual(self.counter_delta(before, "queue_enter", "downlink"), 1)
+        self.assertEqual(self.counter_delta(before, "queue_leave", "downlink"), 1)
+        self.assert_on_time(sent, received, profile(downlink=link).downlink)
+
+
 class RedCurveTest(LinkemuTest):
     """At a held average queue, the fraction of RED drops matches the
     precomputed curve with classic RED's uniform spacing of drops."""

@@ -150,6 +150,40 @@ class ReleaseBurstTest(LinkemuTest):
         print(f"paced releases: {self.counter_delta(before, 'release_paced', 'downlink')}")
 
 
+class LinkBufferBlockTest(LinkemuTest):
+    """The link send buffer holds a frame until it is delivered: behind a
+    retransmitted frame it fills with the frames sent since (the far end
+    holds them in order), the link stalls, and the router queue fills and
+    drops. Frame 0 is retransmitted 700 ms after its 72 ms on the link;
+    frames 1-4 fit with it in the 3000 B buffer and wait at the far end;
+    5 and 6 wait in the router queue until frame 0 is through, then take
+    the link one after the other; 7-9 find both full."""
+
+    def runTest(self):
+        link = {"rate": "64kbit", "queue": 2, "link_buffer": "3000B",
+                "arq": {"delay": "700ms", "max_retransmissions": 2}}
+        self.push({"downlink": link}, errors=1.0)
+        before = self.counters()
+        tx = 576 * 8 / 64_000
+
+        def send():
+            self.send_spaced(FIXED_PORT, MOBILE, 1, 0, 590)
+            time.sleep(0.15)   # frame 0 drawn (at 72 ms) with the errors in force
+            self.set_errors(0.0)
+            self.send_spaced(FIXED_PORT, MOBILE, 9, 0, 590, first_seq=1)
+
+        sent, received = self.timed(FIXED_PORT, MOBILE, send, wait=2)
+        arrived = {frame_seq(f.data): f.ts for f in received}
+        self.assertEqual(seqs(received), list(range(7)))
+        through = sent[0].ts + tx + 0.7
+        for seq in range(5):
+            self.assertAlmostEqual(arrived[seq], through, delta=MAX_LATE_S)
+        for seq in (5, 6):
+            self.assertAlmostEqual(arrived[seq], through + (seq - 4) * tx, delta=MAX_LATE_S)
+        self.assertEqual(self.counter_delta(before, "held_behind", "downlink"), 4)
+        self.assertEqual(self.counter_delta(before, "drop_queue", "downlink"), 3)
+
+
 class StateChangeTest(LinkemuTest):
     """The controller's state changes change the error rate: a replayed
     timeline good (0 %) -> bad (90 %) -> good."""

@@ -22,6 +22,8 @@ FLOOD_GROUPS = {"downlink": 1, "uplink": 2}
 # that vanished from the hold loop (a pipeline change) takes that long.
 STALL_MARGIN_US = 1_000_000
 PROBABILITY_ONE = 1 << 16   # probabilities are thresholds on a 16-bit random
+import os
+BUFFER_HOLD_DELAYS = int(os.environ.get("LINKEMU_HOLD", "0"))  # PROBE
 
 # Counter (its P4Info alias) -> what it counts, per direction; the router
 # queue's counters are kept per class (QUEUE_COUNTERS).
@@ -59,7 +61,7 @@ QUEUE_COUNTERS = ("drop_queue", "drop_aqm", "drop_aqm_ect", "ecn_marks", "ramp_m
 # counts held packets only.
 HELD_CELLS = ("link_out", "drop_link_error")
 HELD_ONLY = ("queue_leave",)
-LINK_STATE_BYTES = 62
+LINK_STATE_BYTES = 68
 
 
 def queue_index(direction, cls):
@@ -133,18 +135,30 @@ FEATURE_PRIORITY = 32
 FEATURE_LINK_ERRORS = 64
 
 
+def link_errors(profile, name):
+    return profile.states is not None and profile.states.has_errors(name)
+
+
+def defers_best_effort(profile, name):
+    """Whether direction `name` decides a best-effort packet's start late: a
+    priority class may go first, the rate in force then applies, or a link
+    send buffer waits for a frame retransmitted by ARQ."""
+    d = profile.directions()[name]
+    return bool(d.priority or d.rate_schedule or
+                (d.send_buffer and d.arq and link_errors(profile, name)))
+
+
 def features(profile, name):
     """The features bitmap of direction `name`: the data plane skips the rest."""
     direction = profile.directions()[name]
-    link_errors = profile.states is not None and profile.states.has_errors(name)
     return ((FEATURE_LOSS_MODEL if direction.loss else 0)
             | (FEATURE_SOJOURN_RAMP if direction.sojourn_target_us else 0)
-            | (FEATURE_DEFERRED if direction.priority or direction.rate_schedule else 0)
+            | (FEATURE_DEFERRED if defers_best_effort(profile, name) else 0)
             | (FEATURE_DELAY_VARIATION if direction.jitter or direction.delay_spikes else 0)
             | (FEATURE_PACKET_FAULTS if direction.reorder or direction.duplicate
                or direction.corrupt else 0)
             | (FEATURE_PRIORITY if direction.priority else 0)
-            | (FEATURE_LINK_ERRORS if link_errors else 0))
+            | (FEATURE_LINK_ERRORS if link_errors(profile, name) else 0))
 
 
 def is_plain(profile, name):
@@ -152,6 +166,11 @@ def is_plain(profile, name):
     no RED: its arrival then takes the data plane's cheapest path."""
     direction = profile.directions()[name]
     return features(profile, name) & ~FEATURE_LINK_ERRORS == 0 and direction.red is None
+
+
+def buffer_hold_us(direction):
+    """How long a sent frame keeps its place in the link send buffer."""
+    return BUFFER_HOLD_DELAYS * direction.delay_us if direction.send_buffer else 0
 
 
 def link_entries(profile):
@@ -167,7 +186,8 @@ def link_entries(profile):
             continue
         queue = best_effort[name]
         entries.append(TableEntry(LINK, link.match, f"{PASS}link_arrival.plain", {
-            **{key: link.params[key] for key in ("byte_cost_q", "overhead_bytes", "delay_us")},
+            **{key: link.params[key] for key in ("byte_cost_q", "overhead_bytes", "delay_us",
+                                                 "send_buffer", "buffer_hold_us")},
             "queue_limit": queue.packets,
             "queue_bytes_limit": queue.octets or 0,
             "link_errors": int(bool(link.params["features"] & FEATURE_LINK_ERRORS))}))
@@ -210,6 +230,8 @@ def link_params_entry(profile, name, rate_bps, down=False):
             "delay_us": direction.delay_us,
             "features": features(profile, name),
             "down": int(down),
+            "send_buffer": direction.send_buffer or 0,
+            "buffer_hold_us": buffer_hold_us(direction),
         })
 
 
@@ -230,7 +252,7 @@ class ClassQueue:
     share: float | None
     red: object
     rate_bps: float | None
-    deferred: bool   # best effort behind a priority class, or under a varying rate
+    deferred: bool   # its starts are decided late (defers_best_effort)
 
     def key(self):
         return {"m.pkt.queue": queue_index(self.direction, self.cls)}
@@ -244,7 +266,7 @@ def class_queues(profile):
         p = d.priority
         queues.append(ClassQueue(name, "best_effort", d.queue_packets, d.queue_bytes,
                                  p.best_effort_share if p else None, d.red, d.rate_bps,
-                                 deferred=p is not None or d.rate_schedule is not None))
+                                 deferred=defers_best_effort(profile, name)))
         if p:
             queues.append(ClassQueue(name, "priority", p.queue_packets, p.queue_bytes,
                                      p.share, p.red, d.rate_bps, deferred=False))

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from scapy.utils import RawPcapReader
 
-from .dataplane import ETH_HEADER_BYTES, TIME_FRAC_BITS, byte_cost_q
+from .dataplane import ETH_HEADER_BYTES, TIME_FRAC_BITS, buffer_hold_us, byte_cost_q
 
 ONE = 1 << TIME_FRAC_BITS
 
@@ -89,7 +89,7 @@ class _ClassQueue:
         self.byte_limit = octets
         self.share_cost = byte_cost_q(rate_bps * share) if share and rate_bps else 0
         self.free = 0        # its rate cap
-        self.waiting = deque()  # (start us, L3 length) of frames given a start ahead
+        self.waiting = deque()  # (leave us, L3 length) of frames that leave it later
 
     def leave(self, now_us):
         while self.waiting and self.waiting[0][0] <= now_us:
@@ -106,10 +106,17 @@ def model_due(arrivals, direction):
     """Due instant (s) of each arriving frame, or None where the router queue
     drops it; arrivals are (timestamp s, frame) in arrival order.
 
-    With a priority class, best effort is non-preemptive strict priority: a
-    best-effort frame starts when the link and its rate cap are free and no
+    A frame leaves its router queue once the link send buffer has room for
+    it (link_clock.p4). With a priority class, best effort is non-preemptive
+    strict priority: a best-effort frame leaves its queue when the buffer has
+    room for it behind what the link and its rate cap still owe and no
     priority frame has claimed the link first."""
     cost = byte_cost_q(direction.rate_bps)
+    buffer, hold_q = direction.send_buffer or 0, buffer_hold_us(direction) * ONE
+
+    def leave_start(arrival_q, free, octets):
+        leave_q = max(arrival_q, free + hold_q - max(0, buffer - octets) * cost)
+        return leave_q, max(free, leave_q)
     priority = direction.priority
     queues = {"best_effort": _ClassQueue(direction.queue_packets, direction.queue_bytes,
                                          priority and priority.best_effort_share,
@@ -131,8 +138,8 @@ def model_due(arrivals, direction):
     def settle(now_q):
         while deferred:
             arrival_q, _, octets, index = deferred[0]
-            start_q = max(link_free, best_effort.free, arrival_q)
-            if start_q > now_q:
+            leave_q, start_q = leave_start(arrival_q, max(link_free, best_effort.free), octets)
+            if leave_q > now_q:
                 return
             deferred.popleft()
             start(best_effort, start_q, octets, index)
@@ -146,16 +153,16 @@ def model_due(arrivals, direction):
             q.leave(now_us)
         l3_len = max(frame.length - ETH_HEADER_BYTES, 0)
         octets = l3_len + direction.overhead_bytes
-        start_q = max(now_q, link_free, queue.free)
-        defer = priority is not None and queue is best_effort and (deferred or start_q > now_q)
-        waits = defer or start_q > now_q
+        leave_q, start_q = leave_start(now_q, max(link_free, queue.free), octets)
+        defer = priority is not None and queue is best_effort and (deferred or leave_q > now_q)
+        waits = defer or leave_q > now_q
         if waits and queue.full(l3_len, deferred if queue is best_effort else ()):
             continue
         if defer:
             deferred.append((now_q, l3_len, octets, index))
             continue
         if waits:
-            queue.waiting.append((_ceil_us(start_q), l3_len))
+            queue.waiting.append((_ceil_us(leave_q), l3_len))
         start(queue, start_q, octets, index)
     settle(float("inf"))
     return dues

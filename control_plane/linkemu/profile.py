@@ -133,6 +133,7 @@ class Direction:
     duplicate: float = 0.0
     corrupt: float = 0.0
     rate_schedule: object = None   # rate_schedule.RateSteps or RateTrace
+    send_buffer: int | None = None  # link send buffer, bytes (None: none)
 
     def describe(self):
         rate = "unlimited" if self.rate_bps is None else format_rate(self.rate_bps)
@@ -144,6 +145,8 @@ class Direction:
                      f"{'' if self.arq.in_order else ' (no in-order release)'}")
         if self.queue_bytes:
             text += f", queue limit {self.queue_bytes} B"
+        if self.send_buffer:
+            text += f", link buffer {self.send_buffer} B"
         if self.red:
             text += f", {_describe_red(self.red)}"
         if self.priority:
@@ -411,7 +414,12 @@ def _direction(section, mtu, base_dir):
         duplicate=section.field("duplicate", _probability, default=0.0),
         corrupt=section.field("corrupt", _probability, default=0.0),
         rate_schedule=schedule,
+        send_buffer=section.field("link_buffer", _size),
     )
+    if direction.send_buffer and direction.send_buffer < mtu + direction.overhead_bytes:
+        section.problem(section.sub_path("link_buffer"), section.data["link_buffer"],
+                        f"must hold a frame of the MTU with its overhead, "
+                        f"{mtu + direction.overhead_bytes} bytes or more")
     if direction.jitter and direction.jitter.reorder and direction.arq \
             and direction.arq.in_order:
         section.problems.append(
@@ -420,17 +428,17 @@ def _direction(section, mtu, base_dir):
     if direction.rate_schedule is not None and direction.priority is not None:
         section.problems.append(f"{section.sub_path('priority')}: cannot be combined with a "
                                 "rate that changes over time")
-    if direction.priority is not None or direction.rate_schedule is not None:
+    if direction.priority or direction.rate_schedule or (direction.send_buffer and direction.arq):
         if direction.queue_packets is not None and \
                 direction.queue_packets > MAX_DEFERRED_PACKETS:
             section.problem(section.sub_path("queue"), direction.queue_packets,
-                            f"with a priority class or a varying rate, best effort "
-                            f"queues at most {MAX_DEFERRED_PACKETS} packets")
+                            f"with a priority class, a varying rate or a link buffer with "
+                            f"ARQ, best effort queues at most {MAX_DEFERRED_PACKETS} packets")
         if direction.sojourn_target_us is not None:
             section.problems.append(
-                f"{section.sub_path('sojourn_ramp')}: cannot be combined with priority or a "
-                "varying rate: a best-effort packet's sojourn is known only when it leaves "
-                "the queue")
+                f"{section.sub_path('sojourn_ramp')}: cannot be combined with priority, a "
+                "varying rate or a link buffer with ARQ: a best-effort packet's sojourn is "
+                "known only when it leaves the queue")
     section.reject_unknown()
     return direction
 

@@ -62,7 +62,7 @@ def test_a_plain_direction_takes_its_parameters_in_its_arrival():
     plain: its link entry carries the whole arrival's parameters."""
     profile = parse_profile({
         "downlink": {"rate": "64kbit", "delay": "300ms", "queue": 20, "queue_bytes": "3000B",
-                     "overhead": 8},
+                     "overhead": 8, "link_buffer": "9600B"},
         "uplink": {"rate": "1Mbit", "loss": {"model": "bernoulli", "p": 0.01}},
         "link_states": constant_errors({"downlink": 0.1, "uplink": 0})})
     assert dataplane.is_plain(profile, "downlink") and not dataplane.is_plain(profile, "uplink")
@@ -70,7 +70,8 @@ def test_a_plain_direction_takes_its_parameters_in_its_arrival():
     assert down.match == {"m.pkt.dir": 0} and down.action.endswith("link_arrival.plain")
     assert down.params == {"byte_cost_q": byte_cost_q(64_000), "overhead_bytes": 8,
                            "delay_us": 300_000, "queue_limit": 20, "queue_bytes_limit": 3000,
-                           "link_errors": 1}
+                           "link_errors": 1, "send_buffer": 9600,
+                           "buffer_hold_us": dataplane.buffer_hold_us(profile.downlink)}
     assert up.match == {"m.pkt.dir": 1} and up.action.endswith("link_arrival.featured")
     assert up.params == {}
 
@@ -395,3 +396,20 @@ def test_a_duplicate_leaves_twice_without_going_missing():
     counters["link_out"]["downlink"] = (11, 0)
     counters["drop_queue"]["downlink"] = (1, 0)
     assert dataplane.in_flight(counters, "downlink") == 0
+
+
+def test_a_link_buffer_with_arq_decides_best_effort_starts_late():
+    """Behind a retransmitted frame the buffer may be full: a best-effort
+    frame's start waits for it, so the direction defers best effort."""
+    arq = {"delay": "700ms", "max_retransmissions": 2}
+    data = {"downlink": {"rate": "64kbit", "link_buffer": "9600B", "arq": arq},
+            "uplink": {"rate": "64kbit", "link_buffer": "9600B"},
+            "link_states": constant_errors({"downlink": 0.1, "uplink": 0.1})}
+    profile = parse_profile(data)
+    assert dataplane.defers_best_effort(profile, "downlink")
+    assert not dataplane.defers_best_effort(profile, "uplink")   # no ARQ: nothing to wait for
+    errorless = parse_profile({**data, "link_states": constant_errors(
+        {"downlink": 0, "uplink": 0})})
+    assert not dataplane.defers_best_effort(errorless, "downlink")
+    (down, _) = [q for q in dataplane.class_queues(profile) if q.cls == "best_effort"]
+    assert down.deferred

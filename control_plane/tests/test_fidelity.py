@@ -119,3 +119,28 @@ def test_loss_bursts_are_runs_of_consecutive_losses():
     from linkemu.fidelity import loss_bursts
     assert loss_bursts([]) == []
     assert loss_bursts([True, True, False, True, False, False, True, True, True]) == [2, 1, 3]
+
+
+def test_the_link_send_buffer_takes_frames_before_the_router_queue():
+    """3000 B of buffer hold five 576-byte packets (the frame on the link
+    among them); the sixth waits in the 1-packet router queue, the rest are
+    dropped there."""
+    buffered = Direction(rate_bps=64_000, delay_us=0, queue_packets=1, overhead_bytes=0,
+                         send_buffer=3000)
+    dues = model_due(burst(9, length=590), buffered)
+    assert [d is None for d in dues] == [False] * 6 + [True] * 3
+    tx = 576 * 8 / 64_000
+    assert [round(d - 1.0, 6) for d in dues[:6]] == [round(tx * (i + 1), 6) for i in range(6)]
+    plain = Direction(rate_bps=64_000, delay_us=0, queue_packets=1, overhead_bytes=0)
+    assert sum(d is not None for d in model_due(burst(9, length=590), plain)) == 2
+
+
+def test_the_router_queue_drains_into_the_buffer_as_it_finds_room():
+    """The seventh packet comes once 456 B of the buffer have been sent: the
+    sixth has moved into the buffer and the router queue has room again."""
+    link = Direction(rate_bps=64_000, delay_us=0, queue_packets=1, overhead_bytes=0,
+                     send_buffer=3000)
+    early = burst(6, length=590) + [Frame(1.0 + 456 * 8 / 64_000 - 0.001, b"g", 590)]
+    late = burst(6, length=590) + [Frame(1.0 + 456 * 8 / 64_000 + 0.001, b"g", 590)]
+    assert model_due(early, link)[6] is None
+    assert model_due(late, link)[6] is not None

@@ -50,6 +50,8 @@ def test_defaults():
     (("downlink", "queue"), 2.5, "whole number"),
     (("downlink", "queue"), True, "whole number"),
     (("uplink", "overhead"), -1, "allowed 0 to 1000 bytes"),
+    (("uplink", "link_buffer"), "579B", "a frame of the MTU with its overhead, 580 bytes"),
+    (("downlink", "link_buffer"), "0B", "more than 0 bytes"),
     (("mtu",), 67, "allowed 68 to 9000 bytes"),
     (("mtu",), 65536, "allowed 68 to 9000 bytes"),
     (("name",), 5, "expected text"),
@@ -118,6 +120,7 @@ def test_gprs_optimal_matches_the_studies():
         assert direction.delay_us == 300_000
     assert profile.downlink.queue_packets == 20
     assert profile.uplink.queue_packets == 1
+    assert profile.downlink.send_buffer == profile.uplink.send_buffer == 9600
 
 
 # Spec table (link-model.md, section 3): good duration, bad duration,
@@ -154,6 +157,7 @@ def test_study_profiles_match_the_spec(name):
     assert good.next == {"bad": 1} and bad.next == {"good": 1}
     for direction in profile.directions().values():
         assert direction.rate_bps == 64_000 and direction.delay_us == 300_000
+        assert direction.send_buffer == (12000 if name.startswith("smix2") else 9600)
         if retx is None:
             assert direction.arq is None
         else:
@@ -255,8 +259,8 @@ def test_bad_priority(priority, fragment):
 def test_priority_limits_best_effort_and_rejects_what_it_cannot_do():
     data = priority_data()
     data["downlink"]["queue"] = 2000
-    assert any("downlink.queue: 2000: with a priority class or a varying rate, best effort queues at most 1024"
-               in p for p in problems_of(data))
+    assert any("downlink.queue: 2000: with a priority class, a varying rate or a link buffer "
+               "with ARQ, best effort queues at most 1024" in p for p in problems_of(data))
     data = priority_data()
     data["downlink"]["rate"] = "unlimited"
     assert any("downlink.priority: a priority class needs a rate" in p for p in problems_of(data))

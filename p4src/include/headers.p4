@@ -58,6 +58,8 @@ header link_params_h {
     time_us_t delay_us;        // propagation delay after serialization
     features_t features;       // FEATURE_* in use
     bit<1>    down;            // an outage: nothing starts serialization
+    bit<32>   send_buffer;     // link send buffer, bytes (0: none, see link_clock.p4)
+    time_us_t buffer_hold_us;  // how long a sent frame keeps its place there
     // The packet's class's router queue, on its arrival.
     bit<32>   queue_limit;       // packets waiting for the link
     bit<32>   queue_bytes_limit; // bytes waiting (0: no byte limit)
@@ -84,7 +86,8 @@ const bit<2> AQM_DROP = 2;       // above max_th (2 x max_th if gentle): drop
 header link_state_h {
     direction_t dir;
     seq_t       seq;         // admission order within the direction
-    time_us_t   start_us;    // serialization starts (leaves the queue)
+    time_us_t   start_us;    // serialization starts
+    time_us_t   leave_us;    // leaves the router queue for the link send buffer
     time_us_t   due_us;      // release instant at the far end
     time_us_t   now_us;      // clock read at the last egress pass
     bit<24>     flags;       // PKT_*: one field, not fourteen (below)
@@ -97,6 +100,7 @@ header link_state_h {
     bit<32>     queue;       // its class's router queue (queue_index)
     bit<32>     ticket;      // its place among the deferred packets
     time_us_t   arrival_us;  // for the event log
+    bit<32>     pos;         // link bytes given a start before it (BestEffortStart)
     bit<32>     peek;        // the fast path's register read (a local is a
                              // metadata field, reset on every pass)
 }
@@ -198,7 +202,8 @@ header pass_h {
     bit<32>    l3_len;
     bit<32>    dir_cell;    // HELD_CELLS (linkemu.p4)
     time_q_t   free;      // the direction's link free
-    time_q_t   start;     // an arrival's serialization start and end
+    time_q_t   leave;     // an arrival's router-queue departure, and its
+    time_q_t   start;     // serialization start and end
     time_q_t   finish;
     bit<32>    waiting;   // its router queue, packets and L3 bytes
     bit<32>    waiting_bytes;
@@ -232,7 +237,9 @@ header feature_pass_h {
     bit<32>    bytes;
     bool       settled;
     time_q_t   start;
-    time_us_t  start_us;
+    time_us_t  leave_us;
+    bit<32>    pos_in;    // link bytes given a start so far, and where the
+    bit<32>    block_pos; // frames behind an ARQ retransmission begin
     bit<10>    rand_index;
     bit<16>    rand_spike;
     bit<1>     bad;

@@ -181,7 +181,7 @@ control LinkPass(inout headers_t hdr, inout metadata_t meta,
     register<bit<32>>(NUM_DIRECTIONS) out_released;       // held releases (OUT_PACE)
     register<bit<1>>(NUM_DIRECTIONS) loss_bad;            // Gilbert-Elliott state
     register<bit<32>>(NUM_QUEUES) queue_bytes;            // L3 bytes waiting
-    register<time_us_t>(NUM_QUEUES) last_start;           // the queue is empty since
+    register<time_us_t>(NUM_QUEUES) last_leave;           // the queue is empty since
     register<bit<64>>(NUM_QUEUES) red_avg;
     register<bit<32>>(NUM_QUEUES) red_count;
     register<bit<32>>(NUM_QUEUES) red_target;
@@ -192,6 +192,9 @@ control LinkPass(inout headers_t hdr, inout metadata_t meta,
     register<time_q_t>(NUM_DIRECTIONS * DEFER_RING) defer_share_cost;
     register<time_q_t>(NUM_DIRECTIONS * DEFER_RING) defer_start;
     register<seq_t>(NUM_DIRECTIONS * DEFER_RING) defer_seq;
+    register<bit<32>>(NUM_DIRECTIONS * DEFER_RING) defer_pos;
+    register<bit<32>>(NUM_DIRECTIONS) started_bytes;      // link bytes given a start
+    register<bit<32>>(NUM_DIRECTIONS) block_from;         // BestEffortStart's block_pos
 
     counter(NUM_DIRECTIONS, CounterType.packets_and_bytes) link_in;
     // Router-queue counters are per class (queue_index).
@@ -332,11 +335,16 @@ control LinkPass(inout headers_t hdr, inout metadata_t meta,
                     defer_share_cost.read(hdr.feature.share_cost, hdr.feature.slot);
                     link_free.read(hdr.pass.free, hdr.link.pkt.dir);
                     class_free.read(hdr.feature.cap_free, hdr.link.pkt.dir);
+                    started_bytes.read(hdr.feature.pos_in, hdr.link.pkt.dir);
+                    block_from.read(hdr.feature.block_pos, hdr.link.pkt.dir);
+                    retx_busy_until.read(hdr.pass.busy_until, hdr.link.pkt.dir);
                     best_effort_start.apply(hdr.pass.now, hdr.link.params, hdr.pass.free,
                                             hdr.feature.cap_free, hdr.feature.arrival,
                                             hdr.feature.bytes, hdr.feature.share_cost,
-                                            hdr.feature.settled, hdr.feature.start,
-                                            hdr.feature.start_us, hdr.feature.cost);
+                                            hdr.feature.pos_in, hdr.feature.block_pos,
+                                            hdr.pass.busy_until, hdr.feature.settled,
+                                            hdr.feature.start, hdr.feature.leave_us,
+                                            hdr.feature.cost);
                     if (hdr.link.params.down == 1) {
                         link_free.write(hdr.link.pkt.dir, hdr.pass.free);
                     } else if (hdr.feature.settled) {
@@ -346,9 +354,12 @@ control LinkPass(inout headers_t hdr, inout metadata_t meta,
                         next_seq.write(hdr.link.pkt.dir, hdr.pass.seq);
                         defer_start.write(hdr.feature.slot, hdr.feature.start);
                         defer_cost.write(hdr.feature.slot, hdr.feature.cost);
+                        defer_pos.write(hdr.feature.slot, hdr.feature.pos_in);
+                        hdr.feature.pos_in = hdr.feature.pos_in + hdr.feature.bytes;
+                        started_bytes.write(hdr.link.pkt.dir, hdr.feature.pos_in);
                         link_free.write(hdr.link.pkt.dir, hdr.pass.free);
                         class_free.write(hdr.link.pkt.dir, hdr.feature.cap_free);
-                        last_start.write(hdr.link.pkt.dir, hdr.feature.start_us);
+                        last_leave.write(hdr.link.pkt.dir, hdr.feature.leave_us);
                         hdr.pass.head = hdr.pass.head + 1;
                         defer_head.write(hdr.link.pkt.dir, hdr.pass.head);
                     }
@@ -405,7 +416,7 @@ control LinkPass(inout headers_t hdr, inout metadata_t meta,
                     }
                     queue_params.apply(hdr.link);
                     if (hdr.link.params.aqm == 1) {
-                        last_start.read(hdr.feature.empty_since, hdr.link.pkt.queue);
+                        last_leave.read(hdr.feature.empty_since, hdr.link.pkt.queue);
                         red_avg.read(hdr.feature.aqm.avg, hdr.link.pkt.queue);
                         red_count.read(hdr.feature.aqm.count, hdr.link.pkt.queue);
                         red_target.read(hdr.feature.aqm.target, hdr.link.pkt.queue);
@@ -450,10 +461,17 @@ control LinkPass(inout headers_t hdr, inout metadata_t meta,
                                             hdr.feature.corrupt);
                     }
                     class_free.read(hdr.feature.cap_free, hdr.link.pkt.queue);
+                    if (hdr.link.params.send_buffer != 0) {
+                        started_bytes.read(hdr.feature.pos_in, hdr.link.pkt.dir);
+                        block_from.read(hdr.feature.block_pos, hdr.link.pkt.dir);
+                        retx_busy_until.read(hdr.pass.busy_until, hdr.link.pkt.dir);
+                    }
                     link_clock.apply(hdr.pass.now, hdr.pass.l3_len,
                                      hdr.pass.head != hdr.pass.tail, hdr.pass.waiting,
                                      hdr.pass.waiting_bytes, hdr.link, hdr.pass.free,
-                                     hdr.feature.cap_free, hdr.pass.start, hdr.feature.cost,
+                                     hdr.feature.cap_free, hdr.feature.pos_in,
+                                     hdr.feature.block_pos, hdr.pass.busy_until,
+                                     hdr.pass.leave, hdr.pass.start, hdr.feature.cost,
                                      hdr.feature.share_cost);
                 }
             }
@@ -494,7 +512,13 @@ control LinkPass(inout headers_t hdr, inout metadata_t meta,
                 } else {
                     link_free.write(hdr.link.pkt.dir, hdr.pass.free);
                     class_free.write(hdr.link.pkt.queue, hdr.feature.cap_free);
-                    last_start.write(hdr.link.pkt.queue, hdr.link.pkt.start_us);
+                    last_leave.write(hdr.link.pkt.queue, hdr.link.pkt.leave_us);
+                    if (hdr.link.params.send_buffer != 0) {
+                        hdr.link.pkt.pos = hdr.feature.pos_in;
+                        hdr.feature.pos_in = hdr.feature.pos_in + hdr.pass.l3_len +
+                                             hdr.link.params.overhead_bytes;
+                        started_bytes.write(hdr.link.pkt.dir, hdr.feature.pos_in);
+                    }
                     next_seq.read(hdr.pass.seq, hdr.link.pkt.dir);
                     hdr.link.pkt.seq = hdr.pass.seq;
                     if (hdr.link.pkt.flags & PKT_AHEAD != 0) {
@@ -505,7 +529,7 @@ control LinkPass(inout headers_t hdr, inout metadata_t meta,
                     }
                     if (hdr.link.params.features & FEATURE_SOJOURN_RAMP != 0) {
                         random(hdr.feature.rand_ramp, 0, 0xffff);
-                        hdr.feature.sojourn = hdr.link.pkt.start_us - hdr.pass.now;
+                        hdr.feature.sojourn = hdr.link.pkt.leave_us - hdr.pass.now;
                         sojourn_ramp.apply(hdr.feature.sojourn, hdr.feature.rand_ramp,
                                            hdr.link, hdr.feature.ramp_mark);
                         ecn_capable.apply(hdr.ipv4, hdr.ipv6, hdr.feature.capable,
@@ -533,14 +557,16 @@ control LinkPass(inout headers_t hdr, inout metadata_t meta,
                 defer_start.read(hdr.feature.start, hdr.feature.slot);
                 defer_cost.read(hdr.feature.cost, hdr.feature.slot);
                 defer_seq.read(hdr.link.pkt.seq, hdr.feature.slot);
+                defer_pos.read(hdr.link.pkt.pos, hdr.feature.slot);
                 set_times.apply(hdr.feature.start, hdr.feature.cost, hdr.link);
+                hdr.link.pkt.leave_us = hdr.pass.now;   // settled: it has left
                 hdr.link.pkt.flags = hdr.link.pkt.flags & ~PKT_DEFERRED;
             }
-            // A queued packet leaves the router queue once its serialization
-            // starts, always on a later pass than its arrival: queue_leave
-            // counts held packets only (HELD_CELLS).
+            // A queued packet leaves the router queue for the link send
+            // buffer (or, without one, the link), always on a later pass than
+            // its arrival: queue_leave counts held packets only (HELD_CELLS).
             if (hdr.link.pkt.flags & PKT_QUEUED != 0 &&
-                hdr.pass.now >= hdr.link.pkt.start_us) {
+                hdr.pass.now >= hdr.link.pkt.leave_us) {
                 hdr.link.pkt.flags = hdr.link.pkt.flags & ~PKT_QUEUED;
                 queue_pkts.read(hdr.pass.waiting, hdr.link.pkt.queue);
                 hdr.pass.waiting = hdr.pass.waiting - 1;
@@ -566,6 +592,9 @@ control LinkPass(inout headers_t hdr, inout metadata_t meta,
                         arq_delayed.count(hdr.link.pkt.dir);
                     }
                     retx_busy_until.read(hdr.pass.busy_until, hdr.link.pkt.dir);
+                    if (hdr.pass.busy_until <= hdr.pass.now) {   // a new block
+                        block_from.write(hdr.link.pkt.dir, hdr.link.pkt.pos);
+                    }
                     if (hdr.link.pkt.due_us > hdr.pass.busy_until) {
                         retx_busy_until.write(hdr.link.pkt.dir, hdr.link.pkt.due_us);
                     }
@@ -600,7 +629,7 @@ control LinkPass(inout headers_t hdr, inout metadata_t meta,
             next_release.write(hdr.link.pkt.dir, hdr.pass.next);
 
             if (hdr.link.pkt.flags & PKT_RELEASED == 0) {
-                // Sleep until the next event: serialization starts, an error
+                // Sleep until the next event: it leaves the router queue, an error
                 // draw, the due instant (never, for a deferred packet: see the
                 // fast path), or for a packet waiting for its turn in release
                 // order, in the turn lane, the instant it gives up waiting
@@ -624,8 +653,8 @@ control LinkPass(inout headers_t hdr, inout metadata_t meta,
                         hdr.link.pkt.wake_us = hdr.link.pkt.attempt_us;
                     }
                     if (hdr.link.pkt.flags & PKT_QUEUED != 0 &&
-                        hdr.link.pkt.start_us < hdr.link.pkt.wake_us) {
-                        hdr.link.pkt.wake_us = hdr.link.pkt.start_us;
+                        hdr.link.pkt.leave_us < hdr.link.pkt.wake_us) {
+                        hdr.link.pkt.wake_us = hdr.link.pkt.leave_us;
                     }
                 }
             } else if (hdr.link.pkt.flags & (PKT_SKIPPED | PKT_LOG | PKT_LOST | PKT_DUPLICATE |

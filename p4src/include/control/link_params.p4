@@ -10,13 +10,16 @@
 control LinkParams(inout link_meta_t m) {
 
     action set_params(bit<48> byte_cost_q, bit<32> overhead_bytes, time_us_t delay_us,
-                      features_t features, bit<1> down) {
+                      features_t features, bit<1> down, bit<32> send_buffer,
+                      time_us_t buffer_hold_us) {
         m.params.setValid();
         m.params.byte_cost_q = byte_cost_q;
         m.params.overhead_bytes = overhead_bytes;
         m.params.delay_us = delay_us;
         m.params.features = features;
         m.params.down = down;
+        m.params.send_buffer = send_buffer;
+        m.params.buffer_hold_us = buffer_hold_us;
     }
 
     // Without an entry a direction is an ideal wire: no rate limit, no delay
