@@ -23,7 +23,7 @@ FLOOD_GROUPS = {"downlink": 1, "uplink": 2}
 STALL_MARGIN_US = 1_000_000
 PROBABILITY_ONE = 1 << 16   # probabilities are thresholds on a 16-bit random
 import os
-BUFFER_HOLD_DELAYS = int(os.environ.get("LINKEMU_HOLD", "0"))  # PROBE
+BUFFER_HOLD_DELAYS = int(os.environ.get("LINKEMU_HOLD", "1"))  # PROBE
 
 # Counter (its P4Info alias) -> what it counts, per direction; the router
 # queue's counters are kept per class (QUEUE_COUNTERS).
