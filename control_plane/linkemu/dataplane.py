@@ -61,7 +61,7 @@ QUEUE_COUNTERS = ("drop_queue", "drop_aqm", "drop_aqm_ect", "ecn_marks", "ramp_m
 # counts held packets only.
 HELD_CELLS = ("link_out", "drop_link_error")
 HELD_ONLY = ("queue_leave",)
-LINK_STATE_BYTES = 68
+LINK_STATE_BYTES = 72
 
 
 def queue_index(direction, cls):

@@ -345,9 +345,9 @@ control LinkPass(inout headers_t hdr, inout metadata_t meta,
                                             hdr.pass.busy_until, hdr.feature.settled,
                                             hdr.feature.start, hdr.feature.leave_us,
                                             hdr.feature.cost);
-                    if (hdr.link.params.down == 1) {
+                    if (!hdr.feature.settled) {   // an outage, or blocked: time passed unused
                         link_free.write(hdr.link.pkt.dir, hdr.pass.free);
-                    } else if (hdr.feature.settled) {
+                    } else {
                         next_seq.read(hdr.pass.seq, hdr.link.pkt.dir);
                         defer_seq.write(hdr.feature.slot, hdr.pass.seq);
                         hdr.pass.seq = hdr.pass.seq + 1;
@@ -629,11 +629,12 @@ control LinkPass(inout headers_t hdr, inout metadata_t meta,
             next_release.write(hdr.link.pkt.dir, hdr.pass.next);
 
             if (hdr.link.pkt.flags & PKT_RELEASED == 0) {
-                // Sleep until the next event: it leaves the router queue, an error
-                // draw, the due instant (never, for a deferred packet: see the
-                // fast path), or for a packet waiting for its turn in release
-                // order, in the turn lane, the instant it gives up waiting
-                // (Release sets it). A paced frame is due, and has its port.
+                // Sleep until the next event: it leaves the router queue, an
+                // error draw, the due instant (never, for a deferred packet:
+                // see the fast path), or for a packet waiting for its turn in
+                // release order, in the turn lane, the instant it gives up
+                // waiting (Release sets it). A paced frame is due, and has its
+                // port.
                 if (hdr.link.pkt.flags & PKT_TURN != 0) {
                     std.egress_spec = turn_port(hdr.link.pkt.seq);
                     if (hdr.link.pkt.flags & PKT_HELD == 0) {
