@@ -11,9 +11,7 @@ from pathlib import Path
 SWITCH_BINARY = "simple_switch_grpc"
 # P4Runtime packet I/O (clock probes) goes through this port, as linkemu.p4 says.
 CPU_PORT = 255
-GET_TOOLS = ("p4lang's packages or containers: "
-             "https://github.com/p4lang/behavioral-model#installing-bmv2 and "
-             "https://github.com/p4lang/p4c#installing-packages")
+GET_TOOLS = "'make p4-tools', see README.md 'P4 tools'"
 
 
 def missing_tools(*tools):
