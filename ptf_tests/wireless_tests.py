@@ -151,10 +151,10 @@ class ReleaseBurstTest(LinkemuTest):
 
 
 class LinkBufferBlockTest(LinkemuTest):
-    """The link send buffer holds a frame until it is delivered: behind a
-    retransmitted frame it fills with the frames sent since (the far end
-    holds them in order), the link stalls, and the router queue fills and
-    drops. Frame 0 is retransmitted 700 ms after its 72 ms on the link;
+    """The link send buffer holds a frame until it is acknowledged (here,
+    with no propagation delay, when it is delivered): behind a retransmitted
+    frame it fills with the frames sent since (the far end holds them in
+    order), the link stalls, and the router queue fills and drops. Frame 0 is retransmitted 700 ms after its 72 ms on the link;
     frames 1-4 fit with it in the 3000 B buffer and wait at the far end;
     5 and 6 wait in the router queue until frame 0 is through, then take
     the link one after the other; 7-9 find both full."""

@@ -22,8 +22,6 @@ FLOOD_GROUPS = {"downlink": 1, "uplink": 2}
 # that vanished from the hold loop (a pipeline change) takes that long.
 STALL_MARGIN_US = 1_000_000
 PROBABILITY_ONE = 1 << 16   # probabilities are thresholds on a 16-bit random
-import os
-BUFFER_HOLD_DELAYS = int(os.environ.get("LINKEMU_HOLD", "1"))  # PROBE
 
 # Counter (its P4Info alias) -> what it counts, per direction; the router
 # queue's counters are kept per class (QUEUE_COUNTERS).
@@ -169,8 +167,10 @@ def is_plain(profile, name):
 
 
 def buffer_hold_us(direction):
-    """How long a sent frame keeps its place in the link send buffer."""
-    return BUFFER_HOLD_DELAYS * direction.delay_us if direction.send_buffer else 0
+    """How long a frame keeps its place in the link send buffer after its
+    serialization: until its link-layer acknowledgement is back, a round
+    trip of the propagation delay (docs/link-model.md)."""
+    return 2 * direction.delay_us if direction.send_buffer else 0
 
 
 def link_entries(profile):

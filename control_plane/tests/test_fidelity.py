@@ -144,3 +144,14 @@ def test_the_router_queue_drains_into_the_buffer_as_it_finds_room():
     late = burst(6, length=590) + [Frame(1.0 + 456 * 8 / 64_000 + 0.001, b"g", 590)]
     assert model_due(early, link)[6] is None
     assert model_due(late, link)[6] is not None
+
+
+def test_a_buffered_frame_keeps_its_place_until_acknowledged():
+    """At 300 ms each way a frame holds its place for 600 ms after its
+    serialization: 9600 B leave 528 ms of the link (7.3 frames of 576 B)
+    to frames waiting for it, so eight enter at once, the ninth waits in
+    the 1-packet router queue and the rest are dropped."""
+    link = Direction(rate_bps=64_000, delay_us=300_000, queue_packets=1, overhead_bytes=0,
+                     send_buffer=9600)
+    dues = model_due(burst(20, length=590), link)
+    assert [d is None for d in dues] == [False] * 9 + [True] * 11
