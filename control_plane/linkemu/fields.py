@@ -1,7 +1,22 @@
 """Reading YAML mappings field by field, recording every problem with its
 path, the value found and what is allowed (profiles and experiment files)."""
 
+import reprlib
+
 from .units import UnitError, parse_time_us
+
+# Values and keys are echoed in messages this long at most: a mistake may be
+# a whole file pasted into a field.
+_SHOWN = reprlib.Repr()
+_SHOWN.maxstring = _SHOWN.maxother = _SHOWN.maxlong = 60
+_SHOWN.maxlist = _SHOWN.maxtuple = _SHOWN.maxset = 8
+_SHOWN.maxdict = 6
+_SHOWN.maxlevel = 3
+
+
+def shown(value):
+    """repr() of `value`, shortened."""
+    return _SHOWN.repr(value)
 
 
 class Section:
@@ -17,7 +32,7 @@ class Section:
         self.known = set()
 
     def problem(self, path, value, allowed):
-        self.problems.append(f"{path}: {value!r}: {allowed}")
+        self.problems.append(f"{path}: {shown(value)}: {allowed}")
 
     def field(self, key, convert, default=None, required=False):
         self.known.add(key)
@@ -34,7 +49,10 @@ class Section:
             return default
 
     def sub_path(self, key):
-        return f"{self.path}.{key}" if self.path else str(key)
+        name = str(key)
+        if len(name) > _SHOWN.maxstring:
+            name = shown(name)
+        return f"{self.path}.{name}" if self.path else name
 
     def section(self, key, required=True):
         """The sub-mapping `key`; None when it is optional and absent."""

@@ -12,6 +12,8 @@ import random
 from dataclasses import dataclass
 from pathlib import Path
 
+from .fields import shown
+
 
 @dataclass(frozen=True)
 class Duration:
@@ -143,10 +145,10 @@ def read_timeline(path, chain):
                               round(float(row["end_s"]) * 1e6))
         except (KeyError, TypeError, ValueError):
             raise TimelineError(f"{path}:{line}: expected columns "
-                                f"{', '.join(TIMELINE_FIELDS)}: {row}") from None
+                                f"{', '.join(TIMELINE_FIELDS)}: {shown(row)}") from None
         if segment.state not in chain.states:
-            raise TimelineError(f"{path}:{line}: unknown state {segment.state!r}; the profile "
-                                f"has {', '.join(chain.states)}")
+            raise TimelineError(f"{path}:{line}: unknown state {shown(segment.state)}; the "
+                                f"profile has {', '.join(chain.states)}")
         if segment.start_us != previous_end or segment.end_us <= segment.start_us:
             raise TimelineError(f"{path}:{line}: segments must follow each other without "
                                 f"gaps and last more than 0 s")

@@ -30,7 +30,7 @@ import itertools
 from dataclasses import dataclass
 from pathlib import Path
 
-from .fields import Section, non_negative_time_us, positive_time_us, text
+from .fields import Section, non_negative_time_us, positive_time_us, shown, text
 from .units import format_rate, format_time_us, parse_time_us
 
 OPPORTUNITY_BYTES = 1500     # Mahimahi's delivery opportunity
@@ -143,7 +143,7 @@ def read_trace_file(path):
         try:
             ms = int(line.strip())
         except ValueError:
-            raise ValueError(f"{path}, line {number}: {line.strip()!r} is not a whole "
+            raise ValueError(f"{path}, line {number}: {shown(line.strip())} is not a whole "
                              "number of milliseconds") from None
         if ms < 0:
             raise ValueError(f"{path}, line {number}: {ms} is negative")

@@ -77,6 +77,16 @@ def test_unknown_fields_are_rejected_with_the_allowed_ones():
     assert any(p.startswith("colour: 'blue': unknown field") for p in found)
 
 
+def test_huge_values_and_keys_are_echoed_shortened():
+    data = valid()
+    data["downlink"]["rate"] = "9" * 5_000_000
+    data["uplink"]["k" * 1_000_000] = list(range(1_000_000))
+    found = problems(data)
+    assert found[0].startswith("downlink.rate: '99999") and "..." in found[0]
+    assert found[1].startswith("uplink.'kkkk") and "[0, 1, 2" in found[1]
+    assert all(len(p) < 500 for p in found)
+
+
 def test_every_problem_is_reported_at_once():
     data = valid()
     data["downlink"]["rate"] = "fast"
