@@ -18,9 +18,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-import yaml
-
 from .fields import Section, boolean, choice, int_in, positive_time_us, text
+from .files import load_yaml
 from .apps import INLINE_STARTS, PAGE_MIXES
 from .event_log import OVERSHOOT_US
 from .profile import DIRECTIONS, ProfileError, load_profile, parse_profile
@@ -316,9 +315,9 @@ def _grid(section, base_dir, profile_dir):
             axes[key] = options
     file = _profile_file(base_name, base_dir, profile_dir)
     try:
-        base = yaml.safe_load(file.read_text())
-    except (OSError, yaml.YAMLError) as err:
-        section.problem(section.sub_path("base"), base_name, f"cannot read {file}: {err}")
+        base = load_yaml(file)
+    except ValueError as err:
+        section.problem(section.sub_path("base"), base_name, f"{file}: {err}")
         return []
     made = []
     for combination in itertools.product(*axes.values()):
@@ -553,9 +552,7 @@ def load_experiment(path, short=False):
     to it (`profile_dir`, default ../profiles)."""
     path = Path(path)
     try:
-        data = yaml.safe_load(path.read_text())
-    except OSError as err:
-        raise ExperimentError(path, [f"cannot read: {err.strerror}"]) from err
-    except yaml.YAMLError as err:
-        raise ExperimentError(path, [f"not valid YAML: {err}"]) from err
+        data = load_yaml(path)
+    except ValueError as err:
+        raise ExperimentError(path, [str(err)]) from None
     return parse_experiment(data, str(path), path.parent, short)

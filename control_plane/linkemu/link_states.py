@@ -7,12 +7,16 @@ and a recorded timeline can be replayed instead of drawn.
 """
 
 import csv
+import io
 import math
 import random
 from dataclasses import dataclass
 from pathlib import Path
 
 from .fields import shown
+from .files import read_text
+
+MAX_TIMELINE_BYTES = 32 << 20   # about a million segments
 
 
 @dataclass(frozen=True)
@@ -133,17 +137,21 @@ def read_timeline(path, chain):
     """Segments of a recorded timeline, checked against the chain's states."""
     path = Path(path)
     try:
-        with open(path, newline="") as f:
-            rows = list(csv.DictReader(f))
-    except OSError as err:
-        raise TimelineError(f"{path}: cannot read: {err.strerror}") from err
+        text = read_text(path, MAX_TIMELINE_BYTES)
+    except ValueError as err:
+        raise TimelineError(f"{path}: {err}") from None
+    reader = csv.DictReader(io.StringIO(text, newline=""))
+    try:
+        rows = [(reader.line_num, row) for row in reader]
+    except csv.Error as err:
+        raise TimelineError(f"{path}: not CSV after line {reader.line_num}: {err}") from None
     segments = []
     previous_end = 0
-    for line, row in enumerate(rows, start=2):
+    for line, row in rows:
         try:
             segment = Segment(row["state"], round(float(row["start_s"]) * 1e6),
                               round(float(row["end_s"]) * 1e6))
-        except (KeyError, TypeError, ValueError):
+        except (KeyError, TypeError, ValueError, OverflowError):
             raise TimelineError(f"{path}:{line}: expected columns "
                                 f"{', '.join(TIMELINE_FIELDS)}: {shown(row)}") from None
         if segment.state not in chain.states:

@@ -8,9 +8,8 @@ together, each with its path, the value found and what is allowed.
 from dataclasses import dataclass
 from pathlib import Path
 
-import yaml
-
 from .fields import Section, boolean, choice, int_in, positive_time_us, text
+from .files import load_yaml
 from .jitter import DelaySpikes, Jitter, read_jitter, read_spikes
 from .link_states import Duration, LinkState, StateChain
 from .rate_schedule import read_rate_changes, read_rate_trace
@@ -543,11 +542,7 @@ def load_profile(path):
     """Reads and validates a profile file."""
     path = Path(path)
     try:
-        text = path.read_text()
-    except OSError as err:
-        raise ProfileError(path, [f"cannot read: {err.strerror}"]) from err
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as err:
-        raise ProfileError(path, [f"not valid YAML: {err}"]) from err
+        data = load_yaml(path)
+    except ValueError as err:
+        raise ProfileError(path, [str(err)]) from None
     return parse_profile(data, source=str(path), default_name=path.stem, base_dir=path.parent)

@@ -31,11 +31,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .fields import Section, non_negative_time_us, positive_time_us, shown, text
+from .files import read_text
 from .units import format_rate, format_time_us, parse_time_us
 
 OPPORTUNITY_BYTES = 1500     # Mahimahi's delivery opportunity
 MIN_WINDOW_MS = 5            # a few P4Runtime writes' latency
 DEFAULT_WINDOW_MS = 10
+MAX_TRACE_BYTES = 32 << 20   # Mahimahi's longest traces are a few MB
 
 
 @dataclass(frozen=True)
@@ -131,11 +133,9 @@ class RateTrace:
 def read_trace_file(path):
     """Opportunity milliseconds of a Mahimahi trace, or ValueError saying where."""
     try:
-        lines = Path(path).read_text().splitlines()
-    except OSError as err:
-        raise ValueError(f"cannot read {str(path)!r}: {err.strerror}") from err
-    except UnicodeDecodeError as err:
-        raise ValueError(f"{str(path)!r} is not a text file") from err
+        lines = read_text(path, MAX_TRACE_BYTES).splitlines()
+    except ValueError as err:
+        raise ValueError(f"{path}: {err}") from None
     times = []
     for number, line in enumerate(lines, 1):
         if not line.strip():

@@ -82,6 +82,8 @@ def test_timeline_round_trip(tmp_path):
     ("state,start_s,end_s\nugly,0,1\n", "unknown state 'ugly'"),
     ("state,start_s,end_s\n" + "u" * 100_000 + ",0,1\n", "unknown state 'uuuu"),
     ("state,start_s,end_s\ngood,0,x" + "1" * 100_000 + "\n", "expected columns"),
+    ("state,start_s,end_s\ngood,0,inf\n", "expected columns"),
+    ("state,start_s,end_s\ngood,0," + "1" * 200_000 + "\n", "not CSV after line 1: field larger"),
     ("state,start_s,end_s\ngood,0,1\nbad,2,3\n", "without gaps"),
     ("state,start_s,end_s\ngood,0,0\n", "more than 0 s"),
     ("state,begin\ngood,0\n", "expected columns"),
@@ -93,6 +95,11 @@ def test_bad_timelines(tmp_path, text, message):
     with pytest.raises(TimelineError, match=message) as info:
         read_timeline(path, chain())
     assert len(str(info.value)) < 300
+
+
+def test_a_device_is_no_timeline():
+    with pytest.raises(TimelineError, match="/dev/zero: cannot read: not a regular file"):
+        read_timeline("/dev/zero", chain())
 
 
 def problems(states):

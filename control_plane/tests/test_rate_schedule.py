@@ -119,9 +119,12 @@ def test_trace_profile_takes_its_rate_from_the_trace(tmp_path):
                             "uplink": {}}, base_dir=tmp_path)
     assert "downlink.rate: the rate_trace gives the rate; leave rate out" in problems
     assert ("downlink.rate_changes: give rate_changes or rate_trace, not both" in problems)
-    assert problems_of({"downlink": {"rate_trace": {"file": "missing"}}, "uplink": {}},
-                       base_dir=tmp_path)[0].startswith("downlink.rate_trace.file: 'missing': "
-                                                        "cannot read")
+    (problem,) = problems_of({"downlink": {"rate_trace": {"file": "missing"}}, "uplink": {}},
+                             base_dir=tmp_path)
+    assert problem == (f"downlink.rate_trace.file: 'missing': {tmp_path / 'missing'}: "
+                       "cannot read: No such file or directory")
+    (problem,) = problems_of({"downlink": {"rate_trace": {"file": "/dev/zero"}}, "uplink": {}})
+    assert problem.endswith("/dev/zero: cannot read: not a regular file")
 
 
 def test_a_varying_rate_excludes_priority_and_the_sojourn_ramp():
