@@ -24,8 +24,9 @@ class Duration:
     """How long a state lasts, in microseconds.
 
     static: always `value_us`. uniform: on [min_us, max_us]. exponential: of
-    mean `mean_us`, truncated to [min_us, max_us] by drawing again until the
-    value falls inside (the distribution conditioned on the interval).
+    mean `mean_us`, truncated to [min_us, max_us] (the distribution
+    conditioned on the interval), drawn by its inverse CDF: redrawing until a
+    value falls inside never ends when the interval is far in the tail.
     """
 
     distribution: str
@@ -39,10 +40,9 @@ class Duration:
             return self.value_us
         if self.distribution == "uniform":
             return round(rng.uniform(self.min_us, self.max_us))
-        while True:
-            value = rng.expovariate(1 / self.mean_us)
-            if self.min_us <= value <= self.max_us:
-                return round(value)
+        # x = min - mean ln(1 - u (1 - e^-(max-min)/mean)), u uniform on [0, 1).
+        span = math.expm1(-(self.max_us - self.min_us) / self.mean_us)
+        return round(self.min_us - self.mean_us * math.log1p(rng.random() * span))
 
     def cdf(self, us):
         """P(duration <= us), for goodness-of-fit checks."""
@@ -55,9 +55,8 @@ class Duration:
             return 1.0
         if self.distribution == "uniform":
             return (us - low) / (high - low)
-        rate = 1 / self.mean_us
-        inside = math.exp(-rate * low) - math.exp(-rate * high)
-        return (math.exp(-rate * low) - math.exp(-rate * us)) / inside
+        return (math.expm1(-(us - low) / self.mean_us)
+                / math.expm1(-(high - low) / self.mean_us))
 
 
 @dataclass(frozen=True)

@@ -47,6 +47,20 @@ def test_a_wrong_distribution_is_caught():
     assert stats.kstest(clamped, lambda x: np.array([d.cdf(v) for v in x])).pvalue < 0.001
 
 
+def test_an_exponential_truncated_far_in_its_tail_is_drawn_at_once():
+    """Mean 1 s on [59 s, 60 s]: redrawing until a value falls inside would
+    take e^59 draws; the inverse CDF takes one each."""
+    c = chain({"start": {"a": 1}, "states": {"a": {
+        "error": 0, "next": {"a": 1}, "duration": {
+            "distribution": "exponential", "mean": "1s", "min": "59s", "max": "60s"}}}})
+    sample = durations(walk(c, seed=1), "a", 4000)
+    assert all(59_000_000 <= d <= 60_000_000 for d in sample)
+    d = c.states["a"].duration
+    assert stats.kstest(sample, lambda x: np.array([d.cdf(v) for v in x])).pvalue > 0.001
+    far = Duration("exponential", mean_us=1, min_us=10**9, max_us=10**9 + 10)
+    assert far.cdf(10**9 + 1) == pytest.approx(1 - np.exp(-1), rel=1e-3)
+
+
 def test_transitions_and_start_follow_the_vectors():
     c = chain({"start": {"a": 0.3, "b": 0.7},
                "states": {"a": {"error": 0, "duration": {"distribution": "static", "value": "1s"},
