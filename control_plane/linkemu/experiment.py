@@ -14,11 +14,13 @@ cells of the matrix should reproduce, checked after the batch.
 import copy
 import fnmatch
 import itertools
+import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from .fields import Section, boolean, choice, int_in, positive_time_us, text
+from .fields import (Section, boolean, choice, int_in, positive_time_us, safe_name,
+                     shown_name, text)
 from .files import load_yaml
 from .apps import INLINE_STARTS, PAGE_MIXES
 from .event_log import OVERSHOOT_US
@@ -29,7 +31,7 @@ from .units import parse_rate, parse_size, parse_time_us
 MAX_HOSTS = 254
 APPS = ("http", "bulk", "udp", "iperf")
 AXES = ("profile", "tcp", "workload")
-NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+-]*")
+MAX_RUNS = 100_000   # days of runs; more is a slip, and would not fit in memory
 
 
 class ExperimentError(ValueError):
@@ -138,12 +140,6 @@ class Experiment:
                 for (cp, t, w) in cells if cp == p]
 
 
-def _name(value):
-    if not isinstance(value, str) or not NAME.fullmatch(value):
-        raise ValueError("expected a name of letters, digits, _ . + -")
-    return value
-
-
 def _seconds(value):
     return parse_time_us(value) / 1e6
 
@@ -240,38 +236,42 @@ def _flow(section, hosts, fixed, side):
 
 def _workloads(section, hosts, fixed, side):
     workloads = {}
-    for name, flows in section.data.items():
-        path = section.sub_path(name)
+    for key, flows in section.data.items():
+        path = section.sub_path(key)
         if not isinstance(flows, list) or not flows:
             section.problem(path, flows, "expected a list of flows")
-            continue
-        try:
-            _name(name)
-        except ValueError as err:
-            section.problem(path, name, str(err))
-        workloads[name] = tuple(_flow(Section(f, f"{path}[{i}]", section.problems), hosts, fixed,
-                                               side)
-                                for i, f in enumerate(flows))
+        elif _named(section, key):
+            workloads[key] = tuple(_flow(Section(f, f"{path}[{i}]", section.problems), hosts,
+                                         fixed, side)
+                                   for i, f in enumerate(flows))
     return workloads
+
+
+def _named(section, key):
+    """Whether `key` of `section` is a name; a problem if not."""
+    try:
+        safe_name(key)
+    except ValueError as err:
+        section.problem(section.sub_path(key), key, str(err))
+        return False
+    return True
 
 
 def _tcp_configs(section, hosts, side):
     """name -> {host: HostTcp}. A configuration's settings apply to every
     host; its `fixed:`, `mobile:` and `hN:` sub-sections override them there."""
     configs = {}
-    for name in section.data:
-        config = section.section(name)
-        try:
-            _name(name)
-        except ValueError as err:
-            config.problem(config.path, name, str(err))
+    for key in section.data:
+        if not _named(section, key):
+            continue
+        config = section.section(key)
         scopes = ("fixed", "mobile", *hosts)
         base = parse_host_tcp(config, extra_keys=scopes)
         overrides = {scope: parse_host_tcp(config.section(scope))
                      for scope in scopes if scope in config.data}
-        configs[name] = {host: base.merged(overrides.get(side(host), HostTcp()))
-                                   .merged(overrides.get(host, HostTcp()))
-                         for host in hosts}
+        configs[key] = {host: base.merged(overrides.get(side(host), HostTcp()))
+                                  .merged(overrides.get(host, HostTcp()))
+                        for host in hosts}
     return configs
 
 
@@ -309,30 +309,49 @@ def _grid(section, base_dir, profile_dir):
     axes = {}
     for key, options in values.data.items():
         values.known.add(key)
-        if not isinstance(options, list) or not options:
+        if not isinstance(key, str):
+            values.problem(values.sub_path(key), key, "expected a field's name as text, e.g. "
+                           "rate or downlink.loss.p")
+        elif not isinstance(options, list) or not options:
             values.problem(values.sub_path(key), options, "expected a list of values")
         else:
             axes[key] = options
+    if len(axes) < len(values.data):
+        return []
+    count = math.prod(map(len, axes.values()))
+    if count > MAX_RUNS:
+        values.problems.append(f"{values.path}: makes {count} profiles; at most {MAX_RUNS}")
+        return []
     file = _profile_file(base_name, base_dir, profile_dir)
     try:
         base = load_yaml(file)
     except ValueError as err:
         section.problem(section.sub_path("base"), base_name, f"{file}: {err}")
         return []
+    if not isinstance(base, dict):
+        section.problem(section.sub_path("base"), base_name,
+                        f"{file}: expected a profile, a mapping of fields")
+        return []
     made = []
     for combination in itertools.product(*axes.values()):
         data = copy.deepcopy(base)
         placeholders = {}
-        try:
-            for key, value in zip(axes, combination):
+        for key, value in zip(axes, combination):
+            try:
                 _set_field(data, key, value)
-                placeholders[key.split(".")[-1]] = value
+            except ValueError as err:
+                values.problem(values.sub_path(key), value, str(err))
+                return made
+            placeholders[key.split(".")[-1]] = value
+        try:
             name = template.format(**placeholders)
-        except (KeyError, ValueError) as err:
-            section.problem(section.sub_path("name"), template, f"cannot fill it: {err}")
+        except (KeyError, IndexError, AttributeError, TypeError, ValueError) as err:
+            section.problem(section.sub_path("name"), template,
+                            f"cannot fill it: {type(err).__name__}: {shown_name(err)}; its "
+                            f"fields are {', '.join(placeholders) or 'none'}")
             return made
         data["name"] = name
-        made.append((name, data, f"{section.path} ({name})"))
+        made.append((name, data, f"{section.path} ({shown_name(name)})"))
     return made
 
 
@@ -433,13 +452,14 @@ def _cells(matrix):
 
 def _percent(value):
     match = re.fullmatch(r"(\d+(?:\.\d+)?) ?%", value.strip()) if isinstance(value, str) else None
-    if not match or float(match[1]) == 0:
+    if not match or not 0 < float(match[1]) < math.inf:
         raise ValueError("expected a positive percentage, e.g. '10%'")
     return float(match[1]) / 100
 
 
 def _figure(value):
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value == 0:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value == 0 \
+            or not math.isfinite(value):
         raise ValueError("expected a number other than 0 (the tolerance is relative to it)")
     return float(value)
 
@@ -500,7 +520,7 @@ def parse_experiment(data, source="experiment", base_dir=Path("."), short=False)
     `short` applies the file's `short:` section."""
     problems = []
     top = Section(data, "", problems)
-    name = top.field("name", _name, required=True)
+    name = top.field("name", safe_name, required=True)
     description = top.field("description", text, default="")
     hosts_section = top.section("hosts", required=False) or Section({}, "hosts", problems)
     fixed = hosts_section.field("fixed", int_in(1, MAX_HOSTS - 1, "hosts"), default=1)

@@ -1,6 +1,7 @@
 """Reading YAML mappings field by field, recording every problem with its
 path, the value found and what is allowed (profiles and experiment files)."""
 
+import re
 import reprlib
 
 from .units import UnitError, parse_time_us
@@ -17,6 +18,12 @@ _SHOWN.maxlevel = 3
 def shown(value):
     """repr() of `value`, shortened."""
     return _SHOWN.repr(value)
+
+
+def shown_name(key):
+    """A key or name as it is, or shown() when it is long."""
+    text = str(key)
+    return text if len(text) <= _SHOWN.maxstring else shown(text)
 
 
 class Section:
@@ -47,11 +54,12 @@ class Section:
         except (UnitError, ValueError, TypeError) as err:
             self.problem(path, value, str(err))
             return default
+        except OverflowError:   # an integer beyond any float
+            self.problem(path, value, "too large a number")
+            return default
 
     def sub_path(self, key):
-        name = str(key)
-        if len(name) > _SHOWN.maxstring:
-            name = shown(name)
+        name = shown_name(key)
         return f"{self.path}.{name}" if self.path else name
 
     def section(self, key, required=True):
@@ -90,6 +98,20 @@ def boolean(value):
 def text(value):
     if not isinstance(value, str):
         raise ValueError("expected text")
+    return value
+
+
+NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+-]{0,63}")
+
+
+def safe_name(value):
+    """A name that is also a safe file name: results and records are stored
+    under names (a run's folder joins three)."""
+    if not isinstance(value, str):
+        raise ValueError("expected a name as text: quote it")
+    if not NAME.fullmatch(value):
+        raise ValueError("expected a name of letters, digits, _ . + -, starting with a "
+                         "letter or digit, at most 64 characters")
     return value
 
 

@@ -5,6 +5,7 @@ checked before anything is written to a switch; all problems are reported
 together, each with its path, the value found and what is allowed.
 """
 
+import math
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -288,7 +289,8 @@ def _size(value):
 
 
 def _packets(value):
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) \
+            or not 0 <= value < math.inf:
         raise ValueError("expected a number of packets, 0 or more")
     return float(value)
 
@@ -505,7 +507,13 @@ def _states(section):
     if section is None:
         return None
     states_section = section.section("states")
-    names = list(states_section.data)
+    names = []
+    for key in states_section.data:
+        if isinstance(key, str):
+            names.append(key)
+        else:
+            states_section.problem(states_section.sub_path(key), key,
+                                   "expected a state name as text: quote it")
     states = {}
     for name in names:
         state = states_section.section(name)

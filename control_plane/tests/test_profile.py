@@ -87,6 +87,28 @@ def test_huge_values_and_keys_are_echoed_shortened():
     assert all(len(p) < 500 for p in found)
 
 
+@pytest.mark.parametrize("field, value, fragment", [
+    ("delay", "1" + "0" * 400 + "ms", "too large: a number of 401 characters"),
+    ("queue_bytes", "1" + "0" * 400 + "B", "too large: a number of 401 characters"),
+    ("arq", {"delay": "9" * 400 + "s", "max_retransmissions": 1}, "arq.delay: '999"),
+    ("red", {"min": 10**400, "max": 10**401, "max_p": 0.1, "weight": 0.002},
+     "red.max: 1000000000000000000000000000..."),
+    ("red", {"min": float("nan"), "max": float("inf"), "max_p": 0.1, "weight": 0.002},
+     "red.min: nan: expected a number of packets, 0 or more"),
+])
+def test_numbers_too_large_or_not_finite_are_problems(field, value, fragment):
+    data = valid()
+    data["downlink"][field] = value
+    assert any(fragment in p for p in problems(data)), problems(data)
+
+
+def test_state_names_must_be_text():
+    static = {"distribution": "static", "value": "1s"}
+    found = problems({"downlink": {}, "uplink": {}, "link_states": {
+        "start": {1: 1}, "states": {1: {"error": 0, "duration": static, "next": {1: 1}}}}})
+    assert found[0] == "link_states.states.1: 1: expected a state name as text: quote it"
+
+
 def test_every_problem_is_reported_at_once():
     data = valid()
     data["downlink"]["rate"] = "fast"
