@@ -1,6 +1,7 @@
 """linkemu: configure and observe the emulated link on a running switch."""
 
 import argparse
+import itertools
 import json
 import os
 import sys
@@ -9,7 +10,8 @@ from pathlib import Path
 from . import dataplane
 from .bmv2 import GET_TOOLS, missing_tools
 from .dataplane import Port, PortLayout
-from .experiment import load_experiment
+from .experiment import ExperimentError, load_experiment
+from .fields import shown
 from .link_states import TimelineError, read_timeline, walk, write_timeline
 from .p4runtime import P4RuntimeError, Switch
 from .profile import ProfileError, load_profile
@@ -18,12 +20,27 @@ from .results import ResultsError, against_study, cell_statistics
 from .state_driver import RateDriver, StateDriver, default_record_path
 
 
+def _check_each(paths, load, show):
+    """Loads every file, reporting each bad one rather than stopping at the
+    first; 1 if any was bad."""
+    bad = 0
+    for path in paths:
+        try:
+            show(path, load(path))
+        except (ProfileError, ExperimentError) as err:
+            print(f"linkemu: {err}", file=sys.stderr)
+            bad += 1
+    if bad and len(paths) > 1:
+        print(f"linkemu: {bad} of {len(paths)} files are invalid", file=sys.stderr)
+    return 1 if bad else 0
+
+
 def _check(args):
-    for path in args.profiles:
-        profile = load_profile(path)
+    def show(path, profile):
         print(f"{path}: {profile.name}: MTU {profile.mtu}")
         for name, direction in profile.directions().items():
             print(f"  {name:8} {direction.describe()}")
+    return _check_each(args.profiles, load_profile, show)
 
 
 def _connect(args):
@@ -78,13 +95,10 @@ def _segments(args, chain):
 
 def _timeline(args):
     chain = _chain(load_profile(args.profile), args.profile)
-    segments = []
-    for segment in walk(chain, seed=args.seed):
-        if segment.start_us >= args.duration * 1e6:
-            break
-        segments.append(segment)
-    write_timeline(segments, args.output)
-    print(f"wrote {len(segments)} segments to {args.output}")
+    segments = itertools.takewhile(lambda s: s.start_us < args.duration * 1e6,
+                                   walk(chain, seed=args.seed))
+    count = write_timeline(segments, args.output)
+    print(f"wrote {count} segments to {args.output}")
 
 
 def _states(args):
@@ -130,12 +144,12 @@ def _queue(args):
 
 
 def _experiment_check(args):
-    for path in args.files:
-        experiment = load_experiment(path, short=args.short)
+    def show(path, experiment):
         print(f"{path}: {experiment.name}: {len(experiment.runs())} runs "
               f"({len(experiment.cells())} cells x {experiment.replications} replications)")
         for e in experiment.expectations:
             print(f"  expect {e.describe()}" + (f" ({e.source})" if e.source else ""))
+    return _check_each(args.files, lambda path: load_experiment(path, short=args.short), show)
 
 
 def _experiment_run(args):
@@ -174,6 +188,21 @@ def _experiment_run(args):
               f"the metric); see 'Against the study' in {out / 'summary.md'}", file=sys.stderr)
         return 1
     return 0
+
+
+MAX_SECONDS = 30 * 24 * 3600   # a month: longer is a slip
+
+
+def _seconds(text):
+    """A duration or interval in seconds, finite and positive."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{shown(text)}: expected seconds, e.g. 30") from None
+    if not 0 < value <= MAX_SECONDS:
+        raise argparse.ArgumentTypeError(f"{shown(text)}: out of range; allowed more than 0 "
+                                         f"up to {MAX_SECONDS} seconds (30 days)")
+    return value
 
 
 def _port(text):
@@ -220,7 +249,7 @@ def build_parser():
     states.add_argument("--record", metavar="CSV",
                         help="where to write the applied timeline with each change's "
                              "latency (default timeline-PROFILE-TIME.csv)")
-    states.add_argument("--duration", type=float, help="seconds (default: until Ctrl-C)")
+    states.add_argument("--duration", type=_seconds, help="seconds (default: until Ctrl-C)")
     states.set_defaults(run=_states)
 
     rates = commands.add_parser(
@@ -229,21 +258,21 @@ def build_parser():
     rates.add_argument("--record", metavar="CSV",
                        help="where to write each change with its latency "
                             "(default rates-PROFILE-TIME.csv)")
-    rates.add_argument("--duration", type=float, help="seconds (default: until Ctrl-C)")
+    rates.add_argument("--duration", type=_seconds, help="seconds (default: until Ctrl-C)")
     rates.set_defaults(run=_rates)
 
     timeline = commands.add_parser(
         "timeline", help="draw a state timeline to replay later, without a switch")
     timeline.add_argument("profile", metavar="PROFILE")
     timeline.add_argument("--seed", type=int, help="overrides the profile's seed")
-    timeline.add_argument("--duration", type=float, required=True, help="seconds")
+    timeline.add_argument("--duration", type=_seconds, required=True, help="seconds")
     timeline.add_argument("--output", "-o", required=True, metavar="CSV")
     timeline.set_defaults(run=_timeline)
 
     queue = commands.add_parser(
         "queue", help="sample the router queue over time into a CSV file")
-    queue.add_argument("--interval", type=float, default=0.01, help="seconds (default 0.01)")
-    queue.add_argument("--duration", type=float, help="seconds (default: until Ctrl-C)")
+    queue.add_argument("--interval", type=_seconds, default=0.01, help="seconds (default 0.01)")
+    queue.add_argument("--duration", type=_seconds, help="seconds (default: until Ctrl-C)")
     queue.add_argument("--output", "-o", required=True, metavar="CSV")
     queue.set_defaults(run=_queue)
 

@@ -16,7 +16,8 @@ from pathlib import Path
 from .fields import shown
 from .files import read_text
 
-MAX_TIMELINE_BYTES = 32 << 20   # about a million segments
+MAX_SEGMENTS = 1_000_000          # a replayed timeline is held in memory
+MAX_TIMELINE_BYTES = 64 << 20     # room for MAX_SEGMENTS rows
 
 
 @dataclass(frozen=True)
@@ -121,15 +122,26 @@ def timeline_row(segment):
     return (segment.state, f"{segment.start_us / 1e6:.6f}", f"{segment.end_us / 1e6:.6f}")
 
 
+class TimelineError(ValueError):
+    pass
+
+
 def write_timeline(segments, path):
+    """Writes `segments` as they come, at most MAX_SEGMENTS (more would not
+    be replayed); returns how many."""
+    count = 0
     with open(path, "w", newline="") as f:
         writer = csv.writer(f)
         writer.writerow(TIMELINE_FIELDS)
-        writer.writerows(timeline_row(s) for s in segments)
-
-
-class TimelineError(ValueError):
-    pass
+        for count, segment in enumerate(segments, 1):
+            if count > MAX_SEGMENTS:
+                break
+            writer.writerow(timeline_row(segment))
+    if count > MAX_SEGMENTS:
+        Path(path).unlink()
+        raise TimelineError(f"{path}: more than {MAX_SEGMENTS} segments, the most a replay "
+                            "holds: draw a shorter timeline")
+    return count
 
 
 def read_timeline(path, chain):
@@ -144,6 +156,9 @@ def read_timeline(path, chain):
         rows = [(reader.line_num, row) for row in reader]
     except csv.Error as err:
         raise TimelineError(f"{path}: not CSV after line {reader.line_num}: {err}") from None
+    if len(rows) > MAX_SEGMENTS:
+        raise TimelineError(f"{path}: more than {MAX_SEGMENTS} segments, the most a replay "
+                            "holds")
     segments = []
     previous_end = 0
     for line, row in rows:
