@@ -390,11 +390,14 @@ def _profiles(section, key, base_dir, profile_dir, problems):
     return profiles
 
 
-def _matrix(section, key, known, problems):
+def _matrix(section, key, known, replications, problems):
     """Blocks of the matrix: a mapping of axis -> names (an absent axis takes
     every defined name), or a list of such mappings whose runs are joined."""
     section.known.add(key)
     value = section.data.get(key, {})
+    if value == []:
+        section.problem(section.sub_path(key), value, "expected a mapping of axes to names, "
+                        "or a list of them; an empty list has no runs")
     blocks = value if isinstance(value, list) else [value]
     matrix = []
     for i, block in enumerate(blocks):
@@ -404,6 +407,12 @@ def _matrix(section, key, known, problems):
                         if axis in block_section.data else known[axis]) for axis in AXES}
         block_section.reject_unknown()
         matrix.append(cells)
+    # Counted before the cells are listed: blocks may share cells, never more.
+    runs = replications * sum(math.prod(map(len, block.values())) for block in matrix)
+    if runs > MAX_RUNS:
+        problems.append(f"{section.sub_path(key)}: up to {runs} runs (cells x replications); "
+                        f"at most {MAX_RUNS}")
+        return ()
     return tuple(matrix)
 
 
@@ -537,19 +546,22 @@ def parse_experiment(data, source="experiment", base_dir=Path("."), short=False)
     profiles = _profiles(top, "profiles", base_dir, profile_dir, problems)
     tcp = _tcp_configs(top.section("tcp"), hosts, side)
     workloads = _workloads(top.section("workloads"), hosts, fixed, side)
+    for key in ("tcp", "workloads"):
+        if top.data.get(key) == {}:
+            problems.append(f"{key}: empty; define at least one, or the batch has no runs")
     replications = top.field("replications", int_in(1, 10_000, "replications"), default=1)
     seed = top.field("seed", int_in(0, 2**62, "(seed)"), default=1)
     run_timeout_s = top.field("run_timeout", _positive_seconds, default=600.0)
     keep_captures = top.field("keep_captures", boolean, default=False)
     event_log = _event_log(top.section("event_log", required=False))
     known = {"profile": tuple(profiles), "tcp": tuple(tcp), "workload": tuple(workloads)}
-    matrix = _matrix(top, "matrix", known, problems)
+    matrix = _matrix(top, "matrix", known, replications, problems)
     expectations = _expectations(top, "expect", known, workloads, _cells(matrix))
     short_section = top.section("short", required=False)
     if short_section is not None:
         short_replications = short_section.field(
             "replications", int_in(1, 10_000, "replications"), default=1)
-        short_matrix = _matrix(short_section, "matrix", known, problems)
+        short_matrix = _matrix(short_section, "matrix", known, short_replications, problems)
         short_section.reject_unknown()
         if short:
             replications, matrix = short_replications, short_matrix

@@ -9,7 +9,8 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
-from .fields import Section, boolean, choice, int_in, positive_time_us, text
+from .fields import (Section, boolean, choice, int_in, positive_time_us, safe_name,
+                     text)
 from .files import load_yaml
 from .jitter import DelaySpikes, Jitter, read_jitter, read_spikes
 from .link_states import Duration, LinkState, StateChain
@@ -535,7 +536,7 @@ def parse_profile(data, source="profile", default_name="profile", base_dir="."):
     names (rate traces) are relative to `base_dir`."""
     problems = []
     top = Section(data, "", problems)
-    name = top.field("name", text, default=default_name)
+    name = top.field("name", safe_name, default=default_name)
     description = top.field("description", text, default="")
     mtu = top.field("mtu", int_in(68, 9000, "bytes"), default=1500)
     directions = {d: _direction(top.section(d), mtu, base_dir) for d in DIRECTIONS}

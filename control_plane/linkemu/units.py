@@ -34,8 +34,12 @@ def parse_rate(text):
 
 
 def parse_time_us(text):
-    """Duration in microseconds, rounded to the microsecond of the switch clock."""
-    return round(_parse(text, TIME_UNITS, "duration", "300ms"))
+    """Duration in microseconds, rounded to the microsecond of the switch clock;
+    one that would round to 0 is refused rather than made 0."""
+    us = _parse(text, TIME_UNITS, "duration", "300ms")
+    if round(us) == 0 < us:
+        raise UnitError("shorter than the switch clock's 1us; give 0us or at least 1us")
+    return round(us)
 
 
 def parse_size(text):

@@ -136,6 +136,21 @@ def test_names_yaml_reads_as_numbers_and_huge_numbers_are_problems(changes, expe
     assert expected in problems(experiment(**changes))
 
 
+@pytest.mark.parametrize("changes, expected", [
+    ({"tcp": {}}, "tcp: empty; define at least one, or the batch has no runs"),
+    ({"workloads": {}}, "workloads: empty; define at least one, or the batch has no runs"),
+    ({"matrix": []}, "matrix: []: expected a mapping of axes to names, or a list of them; "
+                     "an empty list has no runs"),
+    ({"short": {"matrix": []}}, "short.matrix: []: expected a mapping"),
+    ({"tcp": {f"t{i}": {} for i in range(100)}, "workloads": {
+        f"w{i}": [{"app": "bulk", "bytes": 1}] for i in range(100)}, "replications": 11},
+     "matrix: up to 110000 runs (cells x replications); at most 100000"),
+])
+def test_a_batch_has_some_runs_and_not_too_many(changes, expected):
+    assert any(p.startswith(expected) for p in problems(experiment(**changes))), \
+        problems(experiment(**changes))
+
+
 @pytest.mark.parametrize("grid, expected", [
     ({"name": "g-{0}"}, "grid.name: 'g-{0}': cannot fill it: IndexError: Replacement index 0 "
                         "out of range for positional args tuple; its fields are rate"),

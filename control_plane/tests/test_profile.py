@@ -54,7 +54,11 @@ def test_defaults():
     (("downlink", "link_buffer"), "0B", "more than 0 bytes"),
     (("mtu",), 67, "allowed 68 to 9000 bytes"),
     (("mtu",), 65536, "allowed 68 to 9000 bytes"),
-    (("name",), 5, "expected text"),
+    (("name",), 5, "expected a name as text: quote it"),
+    (("name",), "../../results/x", "expected a name of letters, digits, _ . + -"),
+    (("name",), ".hidden", "starting with a letter or digit"),
+    (("name",), "a/b", "at most 64 characters"),
+    (("downlink", "delay"), "0.4us", "shorter than the switch clock's 1us"),
 ])
 def test_bad_field_reports_path_value_and_allowed(path, value, fragment):
     data = valid()
@@ -100,6 +104,12 @@ def test_numbers_too_large_or_not_finite_are_problems(field, value, fragment):
     data = valid()
     data["downlink"][field] = value
     assert any(fragment in p for p in problems(data)), problems(data)
+
+
+def test_names_are_safe_file_names():
+    assert parse_profile({**valid(), "name": "x" * 64}).name == "x" * 64
+    assert problems({**valid(), "name": "x" * 65})[0].endswith("at most 64 characters")
+    assert parse_profile({**valid(), "name": "smix2-r0_1.5+"}).name == "smix2-r0_1.5+"
 
 
 def test_state_names_must_be_text():
