@@ -397,6 +397,11 @@ def _direction(section, mtu, base_dir):
         section.problems.append(f"{section.sub_path('rate_changes')}: give rate_changes or "
                                 "rate_trace, not both")
     rate = schedule.mean_rate_bps() if schedule else section.field("rate", _rate)
+    if schedule and not MIN_RATE_BPS <= rate <= MAX_RATE_BPS:
+        trace = section.section("rate_trace")
+        trace.problem(trace.sub_path("file"), trace.data["file"],
+                      f"its mean rate, {format_rate(rate)}, is out of range; allowed "
+                      f"{format_rate(MIN_RATE_BPS)} to {format_rate(MAX_RATE_BPS)}")
     schedule = schedule or read_rate_changes(section, section.data.get("rate_changes"), _rate)
     direction = Direction(
         rate_bps=rate,

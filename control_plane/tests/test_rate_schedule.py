@@ -102,6 +102,16 @@ def test_malformed_traces_say_where(tmp_path, text, message):
     assert message in problems[0] and len(problems[0]) < 300
 
 
+@pytest.mark.parametrize("text, mean", [("1\n100000\n", "240bit"),
+                                         ("1\n" * 10000, "120Gbit")])
+def test_a_trace_whose_mean_rate_is_out_of_range_is_refused(tmp_path, text, mean):
+    (tmp_path / "t").write_text(text)
+    (problem,) = problems_of({"downlink": {"rate_trace": {"file": "t"}}, "uplink": {}},
+                             base_dir=tmp_path)
+    assert problem == (f"downlink.rate_trace.file: 't': its mean rate, {mean}, is out of "
+                       "range; allowed 1kbit to 10Gbit")
+
+
 def test_trace_profile_takes_its_rate_from_the_trace(tmp_path):
     (tmp_path / "lte.down").write_text("\n".join(str(ms) for ms in range(1, 101)) + "\n")
     profile = parse_profile({"downlink": {"rate_trace": {"file": "lte.down", "window": "20ms"}},
