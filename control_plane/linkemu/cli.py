@@ -13,11 +13,14 @@ from .dataplane import Port, PortLayout
 from .experiment import ExperimentError, load_experiment
 from .fields import shown
 from .link_states import TimelineError, read_timeline, walk, write_timeline
-from .p4runtime import P4RuntimeError, Switch
+from .p4runtime import P4Info, P4RuntimeError, Switch
 from .profile import ProfileError, load_profile
 from .queue_monitor import QueueMonitor
 from .results import ResultsError, against_study, cell_statistics
 from .state_driver import RateDriver, StateDriver, default_record_path
+
+
+P4INFO = "build/linkemu.p4info.txtpb"
 
 
 def _check_each(paths, load, show):
@@ -35,12 +38,38 @@ def _check_each(paths, load, show):
     return 1 if bad else 0
 
 
+def _program(p4info_path):
+    """The P4Info of the compiled program, or None when there is none yet
+    (then only what needs no field widths is checked)."""
+    try:
+        return P4Info.from_file(p4info_path)
+    except FileNotFoundError:
+        print(f"linkemu: no {p4info_path} (make build): the table entries are not checked "
+              "against the program's field widths and table sizes", file=sys.stderr)
+        return None
+
+
+def _writable(profiles, p4info):
+    """Problems of the profiles ({name: Profile}) that push could not write."""
+    return [f"profile {name}: {problem}" for name, profile in profiles.items()
+            for problem in dataplane.entry_problems(profile, p4info)]
+
+
 def _check(args):
+    p4info = _program(args.p4info)
+
+    def load(path):
+        profile = load_profile(path)
+        problems = dataplane.entry_problems(profile, p4info)
+        if problems:
+            raise ProfileError(path, problems)
+        return profile
+
     def show(path, profile):
         print(f"{path}: {profile.name}: MTU {profile.mtu}")
         for name, direction in profile.directions().items():
             print(f"  {name:8} {direction.describe()}")
-    return _check_each(args.profiles, load_profile, show)
+    return _check_each(args.profiles, load, show)
 
 
 def _connect(args):
@@ -144,12 +173,21 @@ def _queue(args):
 
 
 def _experiment_check(args):
+    p4info = _program(args.p4info)
+
+    def load(path):
+        experiment = load_experiment(path, short=args.short)
+        problems = _writable(experiment.profiles, p4info)
+        if problems:
+            raise ExperimentError(path, problems)
+        return experiment
+
     def show(path, experiment):
         print(f"{path}: {experiment.name}: {len(experiment.runs())} runs "
               f"({len(experiment.cells())} cells x {experiment.replications} replications)")
         for e in experiment.expectations:
             print(f"  expect {e.describe()}" + (f" ({e.source})" if e.source else ""))
-    return _check_each(args.files, lambda path: load_experiment(path, short=args.short), show)
+    return _check_each(args.files, load, show)
 
 
 def _experiment_run(args):
@@ -166,8 +204,12 @@ def _experiment_run(args):
                             *(["iperf3"] if "iperf" in apps else []))
     if missing:
         raise OSError(f"missing {', '.join(missing)}; BMv2 comes from {GET_TOOLS}")
-    if not (BUILD / "linkemu.json").exists():
-        raise OSError("build/linkemu.json is missing: run 'make build'")
+    for built in ("linkemu.json", "linkemu.p4info.txtpb"):
+        if not (BUILD / built).exists():
+            raise OSError(f"build/{built} is missing: run 'make build'")
+    problems = _writable(experiment.profiles, P4Info.from_file(BUILD / "linkemu.p4info.txtpb"))
+    if problems:
+        raise ExperimentError(args.file, problems)
     if os.geteuid() != 0:
         raise OSError("experiments run in Mininet, which needs root")
     out = Path(args.out or Path("results") / (experiment.name + ("-short" if args.short else "")))
@@ -223,6 +265,8 @@ def build_parser():
 
     check = commands.add_parser("check", help="validate profiles without a switch")
     check.add_argument("profiles", nargs="+", metavar="PROFILE")
+    check.add_argument("--p4info", default=P4INFO,
+                       help="the compiled program's P4Info (default %(default)s)")
     check.set_defaults(run=_check)
 
     install = commands.add_parser(
@@ -232,7 +276,7 @@ def build_parser():
                          metavar="PORT[@MAC]", help="a port on the fixed (server) side")
     install.add_argument("--mobile", type=_port, action="append", required=True,
                          metavar="PORT[@MAC]", help="a port on the mobile (client) side")
-    install.add_argument("--p4info", default="build/linkemu.p4info.txtpb")
+    install.add_argument("--p4info", default=P4INFO)
     install.add_argument("--bmv2-json", default="build/linkemu.json")
     install.set_defaults(run=_install)
 
@@ -283,6 +327,8 @@ def build_parser():
         "check", help="validate experiment files and count their runs")
     experiment_check.add_argument("files", nargs="+", metavar="FILE")
     experiment_check.add_argument("--short", action="store_true", help="the short form")
+    experiment_check.add_argument("--p4info", default=P4INFO,
+                                  help="the compiled program's P4Info (default %(default)s)")
     experiment_check.set_defaults(run=_experiment_check)
     experiment_run = experiment_commands.add_parser(
         "run", help="run (or resume) a batch; needs root, Mininet and BMv2")

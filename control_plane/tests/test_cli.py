@@ -5,7 +5,9 @@ from pathlib import Path
 
 import pytest
 import yaml
+from google.protobuf import text_format
 
+import fake_p4info
 from linkemu import cli, emunet, link_states, results, runner
 from linkemu.bmv2 import free_tcp_port
 from linkemu.cli import main
@@ -175,6 +177,8 @@ def test_experiment_run_fails_a_complete_batch_that_misses(capsys, tmp_path, mon
         return results.count(out, experiment.runs())
 
     (tmp_path / "linkemu.json").write_text("{}")
+    (tmp_path / "linkemu.p4info.txtpb").write_text(
+        text_format.MessageToString(fake_p4info.p4info().message))
     monkeypatch.setattr(emunet, "BUILD", tmp_path)
     monkeypatch.setattr(cli, "missing_tools", lambda *tools: [])
     monkeypatch.setattr(cli.os, "geteuid", lambda: 0)
