@@ -83,11 +83,21 @@ def test_trace_windows_give_rates_and_outages():
                         RateSegment(30_000, 4.8e6), RateSegment(40_000, None, down=True)]
 
 
+def test_the_changes_of_a_trace_of_one_rate_end():
+    """One opportunity a millisecond: the first 5 ms window has 4 (none at
+    0 ms), every later one 5; a search for the next change would never end."""
+    assert list(RateTrace("t", (1,), 5).segments()) == [RateSegment(0, 9.6e6),
+                                                        RateSegment(5000, 12e6)]
+    assert list(RateTrace("t", (2, 4, 6), 6).segments()) == [RateSegment(0, 4e6),
+                                                             RateSegment(6000, 6e6)]
+
+
 @pytest.mark.parametrize("text, message", [
     ("", "empty; a trace needs at least one opportunity"),
     ("1\n2\nx\n", "line 3: 'x' is not a whole number of milliseconds"),
     ("1\n5\n4\n", "line 3: 4 comes after 5; a trace's milliseconds never decrease"),
-    ("-3\n", "line 1: -3 is negative"),
+    ("-3\n", "line 1: -3 is out of range; allowed 0 to 31536000000 ms"),
+    ("1\n" + "1" * 400 + "\n", "line 2: 1111111111111111111111111111"),
     ("0\n0\n", "the last opportunity is at 0 ms"),
     ("1\n" + "x" * 1_000_000 + "\n", "line 2: 'xxxxxxxx"),
 ])
