@@ -21,9 +21,10 @@ def shown(value):
 
 
 def shown_name(key):
-    """A key or name as it is, or shown() when it is long."""
+    """A key or name as it is, or shown() when it is long or holds a line
+    break or another unprintable character."""
     text = str(key)
-    return text if len(text) <= _SHOWN.maxstring else shown(text)
+    return text if len(text) <= _SHOWN.maxstring and text.isprintable() else shown(text)
 
 
 class Section:

@@ -89,6 +89,9 @@ def test_huge_values_and_keys_are_echoed_shortened():
     assert found[0].startswith("downlink.rate: '99999") and "..." in found[0]
     assert found[1].startswith("uplink.'kkkk") and "[0, 1, 2" in found[1]
     assert all(len(p) < 500 for p in found)
+    assert problems({"downlink": {}, "uplink": {}, "a\nb": 1}) == [
+        "'a\\nb': 1: unknown field; allowed: description, downlink, link_states, mtu, name, "
+        "uplink"]
 
 
 @pytest.mark.parametrize("field, value, fragment", [
