@@ -1,6 +1,7 @@
 """linkemu: configure and observe the emulated link on a running switch."""
 
 import argparse
+import itertools
 import json
 import os
 import sys
@@ -9,21 +10,66 @@ from pathlib import Path
 from . import dataplane
 from .bmv2 import GET_TOOLS, missing_tools
 from .dataplane import Port, PortLayout
-from .experiment import load_experiment
+from .experiment import ExperimentError, load_experiment
+from .fields import shown
 from .link_states import TimelineError, read_timeline, walk, write_timeline
-from .p4runtime import P4RuntimeError, Switch
+from .p4runtime import P4Info, P4RuntimeError, Switch
 from .profile import ProfileError, load_profile
 from .queue_monitor import QueueMonitor
 from .results import ResultsError, against_study, cell_statistics
 from .state_driver import RateDriver, StateDriver, default_record_path
 
 
+P4INFO = "build/linkemu.p4info.txtpb"
+
+
+def _check_each(paths, load, show):
+    """Loads every file, reporting each bad one rather than stopping at the
+    first; 1 if any was bad."""
+    bad = 0
+    for path in paths:
+        try:
+            show(path, load(path))
+        except (ProfileError, ExperimentError) as err:
+            print(f"linkemu: {err}", file=sys.stderr)
+            bad += 1
+    if bad and len(paths) > 1:
+        print(f"linkemu: {bad} of {len(paths)} files are invalid", file=sys.stderr)
+    return 1 if bad else 0
+
+
+def _program(p4info_path):
+    """The P4Info of the compiled program, or None when there is none yet
+    (then only what needs no field widths is checked)."""
+    try:
+        return P4Info.from_file(p4info_path)
+    except FileNotFoundError:
+        print(f"linkemu: no {p4info_path} (make build): the table entries are not checked "
+              "against the program's field widths and table sizes", file=sys.stderr)
+        return None
+
+
+def _writable(profiles, p4info):
+    """Problems of the profiles ({name: Profile}) that push could not write."""
+    return [f"profile {name}: {problem}" for name, profile in profiles.items()
+            for problem in dataplane.entry_problems(profile, p4info)]
+
+
 def _check(args):
-    for path in args.profiles:
+    p4info = _program(args.p4info)
+
+    def load(path):
         profile = load_profile(path)
+        problems = dataplane.entry_problems(profile, p4info)
+        if problems:
+            raise ProfileError(path, problems)
+        return profile
+
+    def show(path, profile):
         print(f"{path}: {profile.name}: MTU {profile.mtu}")
         for name, direction in profile.directions().items():
             print(f"  {name:8} {direction.describe()}")
+    return _check_each(args.profiles, load, show)
 
 
 def _connect(args):
@@ -78,13 +124,10 @@ def _segments(args, chain):
 
 def _timeline(args):
     chain = _chain(load_profile(args.profile), args.profile)
-    segments = []
-    for segment in walk(chain, seed=args.seed):
-        if segment.start_us >= args.duration * 1e6:
-            break
-        segments.append(segment)
-    write_timeline(segments, args.output)
-    print(f"wrote {len(segments)} segments to {args.output}")
+    segments = itertools.takewhile(lambda s: s.start_us < args.duration * 1e6,
+                                   walk(chain, seed=args.seed))
+    count = write_timeline(segments, args.output)
+    print(f"wrote {count} segments to {args.output}")
 
 
 def _states(args):
@@ -130,12 +173,21 @@ def _queue(args):
 
 
 def _experiment_check(args):
-    for path in args.files:
+    p4info = _program(args.p4info)
+
+    def load(path):
         experiment = load_experiment(path, short=args.short)
+        problems = _writable(experiment.profiles, p4info)
+        if problems:
+            raise ExperimentError(path, problems)
+        return experiment
+
+    def show(path, experiment):
         print(f"{path}: {experiment.name}: {len(experiment.runs())} runs "
               f"({len(experiment.cells())} cells x {experiment.replications} replications)")
         for e in experiment.expectations:
             print(f"  expect {e.describe()}" + (f" ({e.source})" if e.source else ""))
+    return _check_each(args.files, load, show)
 
 
 def _experiment_run(args):
@@ -152,8 +204,12 @@ def _experiment_run(args):
                             *(["iperf3"] if "iperf" in apps else []))
     if missing:
         raise OSError(f"missing {', '.join(missing)}; BMv2 comes from {GET_TOOLS}")
-    if not (BUILD / "linkemu.json").exists():
-        raise OSError("build/linkemu.json is missing: run 'make build'")
+    for built in ("linkemu.json", "linkemu.p4info.txtpb"):
+        if not (BUILD / built).exists():
+            raise OSError(f"build/{built} is missing: run 'make build'")
+    problems = _writable(experiment.profiles, P4Info.from_file(BUILD / "linkemu.p4info.txtpb"))
+    if problems:
+        raise ExperimentError(args.file, problems)
     if os.geteuid() != 0:
         raise OSError("experiments run in Mininet, which needs root")
     out = Path(args.out or Path("results") / (experiment.name + ("-short" if args.short else "")))
@@ -176,6 +232,21 @@ def _experiment_run(args):
     return 0
 
 
+MAX_SECONDS = 30 * 24 * 3600   # a month: longer is a slip
+
+
+def _seconds(text):
+    """A duration or interval in seconds, finite and positive."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{shown(text)}: expected seconds, e.g. 30") from None
+    if not 0 < value <= MAX_SECONDS:
+        raise argparse.ArgumentTypeError(f"{shown(text)}: out of range; allowed more than 0 "
+                                         f"up to {MAX_SECONDS} seconds (30 days)")
+    return value
+
+
 def _port(text):
     try:
         return Port.parse(text)
@@ -194,6 +265,8 @@ def build_parser():
 
     check = commands.add_parser("check", help="validate profiles without a switch")
     check.add_argument("profiles", nargs="+", metavar="PROFILE")
+    check.add_argument("--p4info", default=P4INFO,
+                       help="the compiled program's P4Info (default %(default)s)")
     check.set_defaults(run=_check)
 
     install = commands.add_parser(
@@ -203,7 +276,7 @@ def build_parser():
                          metavar="PORT[@MAC]", help="a port on the fixed (server) side")
     install.add_argument("--mobile", type=_port, action="append", required=True,
                          metavar="PORT[@MAC]", help="a port on the mobile (client) side")
-    install.add_argument("--p4info", default="build/linkemu.p4info.txtpb")
+    install.add_argument("--p4info", default=P4INFO)
     install.add_argument("--bmv2-json", default="build/linkemu.json")
     install.set_defaults(run=_install)
 
@@ -220,7 +293,7 @@ def build_parser():
     states.add_argument("--record", metavar="CSV",
                         help="where to write the applied timeline with each change's "
                              "latency (default timeline-PROFILE-TIME.csv)")
-    states.add_argument("--duration", type=float, help="seconds (default: until Ctrl-C)")
+    states.add_argument("--duration", type=_seconds, help="seconds (default: until Ctrl-C)")
     states.set_defaults(run=_states)
 
     rates = commands.add_parser(
@@ -229,21 +302,21 @@ def build_parser():
     rates.add_argument("--record", metavar="CSV",
                        help="where to write each change with its latency "
                             "(default rates-PROFILE-TIME.csv)")
-    rates.add_argument("--duration", type=float, help="seconds (default: until Ctrl-C)")
+    rates.add_argument("--duration", type=_seconds, help="seconds (default: until Ctrl-C)")
     rates.set_defaults(run=_rates)
 
     timeline = commands.add_parser(
         "timeline", help="draw a state timeline to replay later, without a switch")
     timeline.add_argument("profile", metavar="PROFILE")
     timeline.add_argument("--seed", type=int, help="overrides the profile's seed")
-    timeline.add_argument("--duration", type=float, required=True, help="seconds")
+    timeline.add_argument("--duration", type=_seconds, required=True, help="seconds")
     timeline.add_argument("--output", "-o", required=True, metavar="CSV")
     timeline.set_defaults(run=_timeline)
 
     queue = commands.add_parser(
         "queue", help="sample the router queue over time into a CSV file")
-    queue.add_argument("--interval", type=float, default=0.01, help="seconds (default 0.01)")
-    queue.add_argument("--duration", type=float, help="seconds (default: until Ctrl-C)")
+    queue.add_argument("--interval", type=_seconds, default=0.01, help="seconds (default 0.01)")
+    queue.add_argument("--duration", type=_seconds, help="seconds (default: until Ctrl-C)")
     queue.add_argument("--output", "-o", required=True, metavar="CSV")
     queue.set_defaults(run=_queue)
 
@@ -254,6 +327,8 @@ def build_parser():
         "check", help="validate experiment files and count their runs")
     experiment_check.add_argument("files", nargs="+", metavar="FILE")
     experiment_check.add_argument("--short", action="store_true", help="the short form")
+    experiment_check.add_argument("--p4info", default=P4INFO,
+                                  help="the compiled program's P4Info (default %(default)s)")
     experiment_check.set_defaults(run=_experiment_check)
     experiment_run = experiment_commands.add_parser(
         "run", help="run (or resume) a batch; needs root, Mininet and BMv2")

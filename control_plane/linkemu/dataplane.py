@@ -8,7 +8,9 @@ import math
 from dataclasses import dataclass
 
 from .jitter import delay_table
-from .p4runtime import MulticastGroup, Range, TableEntry, Ternary, mac_to_int
+from .p4runtime import (MulticastGroup, P4RuntimeError, Range, TableEntry, Ternary,
+                        mac_to_int)
+from .profile import ProfileError
 
 DIRECTION_IDS = {"downlink": 0, "uplink": 1}
 DIRECTION_NAMES = {v: k for k, v in DIRECTION_IDS.items()}
@@ -404,9 +406,12 @@ def red_entries(profile):
         if red is None:
             continue
         key = queue.key()
+        weight_q24 = round(red.weight * 2**24)
+        if weight_q24 == 0:
+            raise ValueError(f"RED weight {red.weight:g} is below the data plane's 2^-24")
         entries[RED_PARAMS].append(TableEntry(
             RED_PARAMS, key, f"{PASS}red.set_red",
-            {"bytes": int(red.mode == "bytes"), "weight_q24": round(red.weight * 2**24),
+            {"bytes": int(red.mode == "bytes"), "weight_q24": weight_q24,
              "use_ecn": int(red.ecn)}))
         for low, high, p_b in red_curve(red):
             action, params = ((f"{PASS}red.drop_all", {}) if p_b is None else
@@ -543,31 +548,67 @@ def install(switch, p4info_path, bmv2_json_path, layout, profile):
     push_profile(switch, profile)
 
 
-def push_profile(switch, profile):
-    """Changes the link live; packets already held keep their release times.
+def profile_entries(profile):
+    """{table: entries} of every table a profile sets, in the order they are
+    written (queues before the link: a link entry never meets a class
+    without one).
 
     A profile without link states makes the link error-free, and one with a
     single state gives the link that state's errors for good; with more, the
     error probabilities are left to the StateDriver walking its timeline."""
-    # Queues before the link: a link entry never meets a class without one.
-    switch.sync_table(QUEUE_PARAMS, queue_params_entries(profile))
-    switch.sync_table(TRAFFIC_CLASS, traffic_class_entries(profile))
-    switch.sync_table(LINK_PARAMS, link_params_entries(profile))
-    switch.sync_table(RELEASE, release_entries(profile))
-    switch.sync_table(ARQ, arq_entries(profile))
-    switch.sync_table(LINK, link_entries(profile))
-    switch.sync_table(LOSS_MODEL, loss_model_entries(profile))
-    switch.sync_table(JITTER, jitter_entries(profile))
-    switch.sync_table(DELAY_SPIKES, delay_spike_entries(profile))
-    switch.sync_table(PACKET_FAULTS, packet_fault_entries(profile))
-    for table, entries in red_entries(profile).items():
-        switch.sync_table(table, entries)
-    switch.sync_table(SOJOURN_RAMP, sojourn_ramp_entries(profile))
+    tables = {QUEUE_PARAMS: queue_params_entries(profile),
+              TRAFFIC_CLASS: traffic_class_entries(profile),
+              LINK_PARAMS: link_params_entries(profile),
+              RELEASE: release_entries(profile),
+              ARQ: arq_entries(profile),
+              LINK: link_entries(profile),
+              LOSS_MODEL: loss_model_entries(profile),
+              JITTER: jitter_entries(profile),
+              DELAY_SPIKES: delay_spike_entries(profile),
+              PACKET_FAULTS: packet_fault_entries(profile),
+              **red_entries(profile),
+              SOJOURN_RAMP: sojourn_ramp_entries(profile)}
     if profile.states is None:
-        switch.modify(link_state_entries({d: 0.0 for d in DIRECTION_IDS}))
+        tables[LINK_STATE] = link_state_entries({d: 0.0 for d in DIRECTION_IDS})
     elif len(profile.states.states) == 1:
         (state,) = profile.states.states.values()
-        switch.modify(link_state_entries(state.error))
+        tables[LINK_STATE] = link_state_entries(state.error)
+    return tables
+
+
+def entry_problems(profile, p4info):
+    """Why push_profile cannot write `profile`: its entries are built and,
+    with the program's P4Info, encoded against its field widths and counted
+    against its table sizes. [] when it can."""
+    try:
+        tables = profile_entries(profile)
+    except (ValueError, ArithmeticError) as err:   # beyond the data plane, or any number
+        return [f"its table entries cannot be computed: {err}"]
+    if p4info is None:
+        return []
+    problems = []
+    for table, entries in tables.items():
+        size = p4info.table(table).size
+        if len(entries) > size:
+            problems.append(f"{p4info.table(table).preamble.alias}: {len(entries)} entries; "
+                            f"the table holds {size}")
+        for entry in entries:
+            try:
+                p4info.table_entry(entry)
+            except P4RuntimeError as err:
+                problems.append(str(err))
+                break   # one a table: the others are likely alike
+    return problems
+
+
+def push_profile(switch, profile):
+    """Changes the link live, all or nothing (a profile the program cannot
+    hold is refused before anything is written); packets already held keep
+    their release times."""
+    problems = entry_problems(profile, switch.p4info)
+    if problems:
+        raise ProfileError(profile.name, problems)
+    switch.sync_tables(profile_entries(profile))
 
 
 def in_flight(counters, direction):

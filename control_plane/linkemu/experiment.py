@@ -14,13 +14,14 @@ cells of the matrix should reproduce, checked after the batch.
 import copy
 import fnmatch
 import itertools
+import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
 
-import yaml
-
-from .fields import Section, boolean, choice, int_in, positive_time_us, text
+from .fields import (Section, boolean, choice, int_in, positive_time_us, safe_name,
+                     shown_name, text)
+from .files import load_yaml
 from .apps import INLINE_STARTS, PAGE_MIXES
 from .event_log import OVERSHOOT_US
 from .profile import DIRECTIONS, ProfileError, load_profile, parse_profile
@@ -30,7 +31,7 @@ from .units import parse_rate, parse_size, parse_time_us
 MAX_HOSTS = 254
 APPS = ("http", "bulk", "udp", "iperf")
 AXES = ("profile", "tcp", "workload")
-NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+-]*")
+MAX_RUNS = 100_000   # days of runs; more is a slip, and would not fit in memory
 
 
 class ExperimentError(ValueError):
@@ -139,12 +140,6 @@ class Experiment:
                 for (cp, t, w) in cells if cp == p]
 
 
-def _name(value):
-    if not isinstance(value, str) or not NAME.fullmatch(value):
-        raise ValueError("expected a name of letters, digits, _ . + -")
-    return value
-
-
 def _seconds(value):
     return parse_time_us(value) / 1e6
 
@@ -241,38 +236,42 @@ def _flow(section, hosts, fixed, side):
 
 def _workloads(section, hosts, fixed, side):
     workloads = {}
-    for name, flows in section.data.items():
-        path = section.sub_path(name)
+    for key, flows in section.data.items():
+        path = section.sub_path(key)
         if not isinstance(flows, list) or not flows:
             section.problem(path, flows, "expected a list of flows")
-            continue
-        try:
-            _name(name)
-        except ValueError as err:
-            section.problem(path, name, str(err))
-        workloads[name] = tuple(_flow(Section(f, f"{path}[{i}]", section.problems), hosts, fixed,
-                                               side)
-                                for i, f in enumerate(flows))
+        elif _named(section, key):
+            workloads[key] = tuple(_flow(Section(f, f"{path}[{i}]", section.problems), hosts,
+                                         fixed, side)
+                                   for i, f in enumerate(flows))
     return workloads
+
+
+def _named(section, key):
+    """Whether `key` of `section` is a name; a problem if not."""
+    try:
+        safe_name(key)
+    except ValueError as err:
+        section.problem(section.sub_path(key), key, str(err))
+        return False
+    return True
 
 
 def _tcp_configs(section, hosts, side):
     """name -> {host: HostTcp}. A configuration's settings apply to every
     host; its `fixed:`, `mobile:` and `hN:` sub-sections override them there."""
     configs = {}
-    for name in section.data:
-        config = section.section(name)
-        try:
-            _name(name)
-        except ValueError as err:
-            config.problem(config.path, name, str(err))
+    for key in section.data:
+        if not _named(section, key):
+            continue
+        config = section.section(key)
         scopes = ("fixed", "mobile", *hosts)
         base = parse_host_tcp(config, extra_keys=scopes)
         overrides = {scope: parse_host_tcp(config.section(scope))
                      for scope in scopes if scope in config.data}
-        configs[name] = {host: base.merged(overrides.get(side(host), HostTcp()))
-                                   .merged(overrides.get(host, HostTcp()))
-                         for host in hosts}
+        configs[key] = {host: base.merged(overrides.get(side(host), HostTcp()))
+                                  .merged(overrides.get(host, HostTcp()))
+                        for host in hosts}
     return configs
 
 
@@ -310,30 +309,49 @@ def _grid(section, base_dir, profile_dir):
     axes = {}
     for key, options in values.data.items():
         values.known.add(key)
-        if not isinstance(options, list) or not options:
+        if not isinstance(key, str):
+            values.problem(values.sub_path(key), key, "expected a field's name as text, e.g. "
+                           "rate or downlink.loss.p")
+        elif not isinstance(options, list) or not options:
             values.problem(values.sub_path(key), options, "expected a list of values")
         else:
             axes[key] = options
+    if len(axes) < len(values.data):
+        return []
+    count = math.prod(map(len, axes.values()))
+    if count > MAX_RUNS:
+        values.problems.append(f"{values.path}: makes {count} profiles; at most {MAX_RUNS}")
+        return []
     file = _profile_file(base_name, base_dir, profile_dir)
     try:
-        base = yaml.safe_load(file.read_text())
-    except (OSError, yaml.YAMLError) as err:
-        section.problem(section.sub_path("base"), base_name, f"cannot read {file}: {err}")
+        base = load_yaml(file)
+    except ValueError as err:
+        section.problem(section.sub_path("base"), base_name, f"{file}: {err}")
+        return []
+    if not isinstance(base, dict):
+        section.problem(section.sub_path("base"), base_name,
+                        f"{file}: expected a profile, a mapping of fields")
         return []
     made = []
     for combination in itertools.product(*axes.values()):
         data = copy.deepcopy(base)
         placeholders = {}
-        try:
-            for key, value in zip(axes, combination):
+        for key, value in zip(axes, combination):
+            try:
                 _set_field(data, key, value)
-                placeholders[key.split(".")[-1]] = value
+            except ValueError as err:
+                values.problem(values.sub_path(key), value, str(err))
+                return made
+            placeholders[key.split(".")[-1]] = value
+        try:
             name = template.format(**placeholders)
-        except (KeyError, ValueError) as err:
-            section.problem(section.sub_path("name"), template, f"cannot fill it: {err}")
+        except (KeyError, IndexError, AttributeError, TypeError, ValueError) as err:
+            section.problem(section.sub_path("name"), template,
+                            f"cannot fill it: {type(err).__name__}: {shown_name(err)}; its "
+                            f"fields are {', '.join(placeholders) or 'none'}")
             return made
         data["name"] = name
-        made.append((name, data, f"{section.path} ({name})"))
+        made.append((name, data, f"{section.path} ({shown_name(name)})"))
     return made
 
 
@@ -372,11 +390,14 @@ def _profiles(section, key, base_dir, profile_dir, problems):
     return profiles
 
 
-def _matrix(section, key, known, problems):
+def _matrix(section, key, known, replications, problems):
     """Blocks of the matrix: a mapping of axis -> names (an absent axis takes
     every defined name), or a list of such mappings whose runs are joined."""
     section.known.add(key)
     value = section.data.get(key, {})
+    if value == []:
+        section.problem(section.sub_path(key), value, "expected a mapping of axes to names, "
+                        "or a list of them; an empty list has no runs")
     blocks = value if isinstance(value, list) else [value]
     matrix = []
     for i, block in enumerate(blocks):
@@ -386,6 +407,12 @@ def _matrix(section, key, known, problems):
                         if axis in block_section.data else known[axis]) for axis in AXES}
         block_section.reject_unknown()
         matrix.append(cells)
+    # Counted before the cells are listed: blocks may share cells, never more.
+    runs = replications * sum(math.prod(map(len, block.values())) for block in matrix)
+    if runs > MAX_RUNS:
+        problems.append(f"{section.sub_path(key)}: up to {runs} runs (cells x replications); "
+                        f"at most {MAX_RUNS}")
+        return ()
     return tuple(matrix)
 
 
@@ -434,13 +461,14 @@ def _cells(matrix):
 
 def _percent(value):
     match = re.fullmatch(r"(\d+(?:\.\d+)?) ?%", value.strip()) if isinstance(value, str) else None
-    if not match or float(match[1]) == 0:
+    if not match or not 0 < float(match[1]) < math.inf:
         raise ValueError("expected a positive percentage, e.g. '10%'")
     return float(match[1]) / 100
 
 
 def _figure(value):
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value == 0:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value == 0 \
+            or not math.isfinite(value):
         raise ValueError("expected a number other than 0 (the tolerance is relative to it)")
     return float(value)
 
@@ -501,7 +529,7 @@ def parse_experiment(data, source="experiment", base_dir=Path("."), short=False)
     `short` applies the file's `short:` section."""
     problems = []
     top = Section(data, "", problems)
-    name = top.field("name", _name, required=True)
+    name = top.field("name", safe_name, required=True)
     description = top.field("description", text, default="")
     hosts_section = top.section("hosts", required=False) or Section({}, "hosts", problems)
     fixed = hosts_section.field("fixed", int_in(1, MAX_HOSTS - 1, "hosts"), default=1)
@@ -518,19 +546,22 @@ def parse_experiment(data, source="experiment", base_dir=Path("."), short=False)
     profiles = _profiles(top, "profiles", base_dir, profile_dir, problems)
     tcp = _tcp_configs(top.section("tcp"), hosts, side)
     workloads = _workloads(top.section("workloads"), hosts, fixed, side)
+    for key in ("tcp", "workloads"):
+        if top.data.get(key) == {}:
+            problems.append(f"{key}: empty; define at least one, or the batch has no runs")
     replications = top.field("replications", int_in(1, 10_000, "replications"), default=1)
     seed = top.field("seed", int_in(0, 2**62, "(seed)"), default=1)
     run_timeout_s = top.field("run_timeout", _positive_seconds, default=600.0)
     keep_captures = top.field("keep_captures", boolean, default=False)
     event_log = _event_log(top.section("event_log", required=False))
     known = {"profile": tuple(profiles), "tcp": tuple(tcp), "workload": tuple(workloads)}
-    matrix = _matrix(top, "matrix", known, problems)
+    matrix = _matrix(top, "matrix", known, replications, problems)
     expectations = _expectations(top, "expect", known, workloads, _cells(matrix))
     short_section = top.section("short", required=False)
     if short_section is not None:
         short_replications = short_section.field(
             "replications", int_in(1, 10_000, "replications"), default=1)
-        short_matrix = _matrix(short_section, "matrix", known, problems)
+        short_matrix = _matrix(short_section, "matrix", known, short_replications, problems)
         short_section.reject_unknown()
         if short:
             replications, matrix = short_replications, short_matrix
@@ -553,9 +584,7 @@ def load_experiment(path, short=False):
     to it (`profile_dir`, default ../profiles)."""
     path = Path(path)
     try:
-        data = yaml.safe_load(path.read_text())
-    except OSError as err:
-        raise ExperimentError(path, [f"cannot read: {err.strerror}"]) from err
-    except yaml.YAMLError as err:
-        raise ExperimentError(path, [f"not valid YAML: {err}"]) from err
+        data = load_yaml(path)
+    except ValueError as err:
+        raise ExperimentError(path, [str(err)]) from None
     return parse_experiment(data, str(path), path.parent, short)

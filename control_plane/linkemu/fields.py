@@ -1,7 +1,30 @@
 """Reading YAML mappings field by field, recording every problem with its
 path, the value found and what is allowed (profiles and experiment files)."""
 
+import re
+import reprlib
+
 from .units import UnitError, parse_time_us
+
+# Values and keys are echoed in messages this long at most: a mistake may be
+# a whole file pasted into a field.
+_SHOWN = reprlib.Repr()
+_SHOWN.maxstring = _SHOWN.maxother = _SHOWN.maxlong = 60
+_SHOWN.maxlist = _SHOWN.maxtuple = _SHOWN.maxset = 8
+_SHOWN.maxdict = 6
+_SHOWN.maxlevel = 3
+
+
+def shown(value):
+    """repr() of `value`, shortened."""
+    return _SHOWN.repr(value)
+
+
+def shown_name(key):
+    """A key or name as it is, or shown() when it is long or holds a line
+    break or another unprintable character."""
+    text = str(key)
+    return text if len(text) <= _SHOWN.maxstring and text.isprintable() else shown(text)
 
 
 class Section:
@@ -17,7 +40,7 @@ class Section:
         self.known = set()
 
     def problem(self, path, value, allowed):
-        self.problems.append(f"{path}: {value!r}: {allowed}")
+        self.problems.append(f"{path}: {shown(value)}: {allowed}")
 
     def field(self, key, convert, default=None, required=False):
         self.known.add(key)
@@ -32,9 +55,13 @@ class Section:
         except (UnitError, ValueError, TypeError) as err:
             self.problem(path, value, str(err))
             return default
+        except OverflowError:   # an integer beyond any float
+            self.problem(path, value, "too large a number")
+            return default
 
     def sub_path(self, key):
-        return f"{self.path}.{key}" if self.path else str(key)
+        name = shown_name(key)
+        return f"{self.path}.{name}" if self.path else name
 
     def section(self, key, required=True):
         """The sub-mapping `key`; None when it is optional and absent."""
@@ -72,6 +99,20 @@ def boolean(value):
 def text(value):
     if not isinstance(value, str):
         raise ValueError("expected text")
+    return value
+
+
+NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+-]{0,63}")
+
+
+def safe_name(value):
+    """A name that is also a safe file name: results and records are stored
+    under names (a run's folder joins three)."""
+    if not isinstance(value, str):
+        raise ValueError("expected a name as text: quote it")
+    if not NAME.fullmatch(value):
+        raise ValueError("expected a name of letters, digits, _ . + -, starting with a "
+                         "letter or digit, at most 64 characters")
     return value
 
 

@@ -7,10 +7,17 @@ and a recorded timeline can be replayed instead of drawn.
 """
 
 import csv
+import io
 import math
 import random
 from dataclasses import dataclass
 from pathlib import Path
+
+from .fields import shown
+from .files import read_text
+
+MAX_SEGMENTS = 1_000_000          # a replayed timeline is held in memory
+MAX_TIMELINE_BYTES = 64 << 20     # room for MAX_SEGMENTS rows
 
 
 @dataclass(frozen=True)
@@ -18,8 +25,9 @@ class Duration:
     """How long a state lasts, in microseconds.
 
     static: always `value_us`. uniform: on [min_us, max_us]. exponential: of
-    mean `mean_us`, truncated to [min_us, max_us] by drawing again until the
-    value falls inside (the distribution conditioned on the interval).
+    mean `mean_us`, truncated to [min_us, max_us] (the distribution
+    conditioned on the interval), drawn by its inverse CDF: redrawing until a
+    value falls inside never ends when the interval is far in the tail.
     """
 
     distribution: str
@@ -33,10 +41,9 @@ class Duration:
             return self.value_us
         if self.distribution == "uniform":
             return round(rng.uniform(self.min_us, self.max_us))
-        while True:
-            value = rng.expovariate(1 / self.mean_us)
-            if self.min_us <= value <= self.max_us:
-                return round(value)
+        # x = min - mean ln(1 - u (1 - e^-(max-min)/mean)), u uniform on [0, 1).
+        span = math.expm1(-(self.max_us - self.min_us) / self.mean_us)
+        return round(self.min_us - self.mean_us * math.log1p(rng.random() * span))
 
     def cdf(self, us):
         """P(duration <= us), for goodness-of-fit checks."""
@@ -49,9 +56,8 @@ class Duration:
             return 1.0
         if self.distribution == "uniform":
             return (us - low) / (high - low)
-        rate = 1 / self.mean_us
-        inside = math.exp(-rate * low) - math.exp(-rate * high)
-        return (math.exp(-rate * low) - math.exp(-rate * us)) / inside
+        return (math.expm1(-(us - low) / self.mean_us)
+                / math.expm1(-(high - low) / self.mean_us))
 
 
 @dataclass(frozen=True)
@@ -116,37 +122,55 @@ def timeline_row(segment):
     return (segment.state, f"{segment.start_us / 1e6:.6f}", f"{segment.end_us / 1e6:.6f}")
 
 
+class TimelineError(ValueError):
+    pass
+
+
 def write_timeline(segments, path):
+    """Writes `segments` as they come, at most MAX_SEGMENTS (more would not
+    be replayed); returns how many."""
+    count = 0
     with open(path, "w", newline="") as f:
         writer = csv.writer(f)
         writer.writerow(TIMELINE_FIELDS)
-        writer.writerows(timeline_row(s) for s in segments)
-
-
-class TimelineError(ValueError):
-    pass
+        for count, segment in enumerate(segments, 1):
+            if count > MAX_SEGMENTS:
+                break
+            writer.writerow(timeline_row(segment))
+    if count > MAX_SEGMENTS:
+        Path(path).unlink()
+        raise TimelineError(f"{path}: more than {MAX_SEGMENTS} segments, the most a replay "
+                            "holds: draw a shorter timeline")
+    return count
 
 
 def read_timeline(path, chain):
     """Segments of a recorded timeline, checked against the chain's states."""
     path = Path(path)
     try:
-        with open(path, newline="") as f:
-            rows = list(csv.DictReader(f))
-    except OSError as err:
-        raise TimelineError(f"{path}: cannot read: {err.strerror}") from err
+        text = read_text(path, MAX_TIMELINE_BYTES)
+    except ValueError as err:
+        raise TimelineError(f"{path}: {err}") from None
+    reader = csv.DictReader(io.StringIO(text, newline=""))
+    try:
+        rows = [(reader.line_num, row) for row in reader]
+    except csv.Error as err:
+        raise TimelineError(f"{path}: not CSV after line {reader.line_num}: {err}") from None
+    if len(rows) > MAX_SEGMENTS:
+        raise TimelineError(f"{path}: more than {MAX_SEGMENTS} segments, the most a replay "
+                            "holds")
     segments = []
     previous_end = 0
-    for line, row in enumerate(rows, start=2):
+    for line, row in rows:
         try:
             segment = Segment(row["state"], round(float(row["start_s"]) * 1e6),
                               round(float(row["end_s"]) * 1e6))
-        except (KeyError, TypeError, ValueError):
+        except (KeyError, TypeError, ValueError, OverflowError):
             raise TimelineError(f"{path}:{line}: expected columns "
-                                f"{', '.join(TIMELINE_FIELDS)}: {row}") from None
+                                f"{', '.join(TIMELINE_FIELDS)}: {shown(row)}") from None
         if segment.state not in chain.states:
-            raise TimelineError(f"{path}:{line}: unknown state {segment.state!r}; the profile "
-                                f"has {', '.join(chain.states)}")
+            raise TimelineError(f"{path}:{line}: unknown state {shown(segment.state)}; the "
+                                f"profile has {', '.join(chain.states)}")
         if segment.start_us != previous_end or segment.end_us <= segment.start_us:
             raise TimelineError(f"{path}:{line}: segments must follow each other without "
                                 f"gaps and last more than 0 s")

@@ -16,15 +16,21 @@ from google.protobuf import text_format
 from p4.config.v1 import p4info_pb2
 from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 
+from .fields import shown
+
 
 class P4RuntimeError(RuntimeError):
     """The switch refused or could not be reached."""
 
 
-def encode(value, bitwidth):
-    """Canonical P4Runtime byte string of an unsigned value."""
+def encode(value, bitwidth, what="value"):
+    """Canonical P4Runtime byte string of an unsigned value; `what` names it
+    in the error."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise P4RuntimeError(f"{what}: {shown(value)}: not a whole number")
     if not 0 <= value < (1 << bitwidth):
-        raise P4RuntimeError(f"value {value} does not fit in {bitwidth} bits")
+        raise P4RuntimeError(f"{what}: {shown(value)}: does not fit in {bitwidth} bits; "
+                             f"allowed 0 to {(1 << bitwidth) - 1}")
     return value.to_bytes(max(1, (value.bit_length() + 7) // 8), "big")
 
 
@@ -87,7 +93,10 @@ class P4Info:
     def from_file(cls, path):
         message = p4info_pb2.P4Info()
         with open(path) as f:
-            text_format.Parse(f.read(), message)
+            try:
+                text_format.Parse(f.read(), message)
+            except (text_format.ParseError, UnicodeDecodeError) as err:
+                raise P4RuntimeError(f"{path}: not a P4Info in text form: {err}") from None
         return cls(message)
 
     def _lookup(self, objects, kind, name):
@@ -146,28 +155,35 @@ class P4Info:
         return [c.preamble.name for c in self.message.counters]
 
     def table_entry(self, entry):
-        """Protobuf TableEntry of a TableEntry."""
+        """Protobuf TableEntry of a TableEntry; P4RuntimeError naming the
+        table, the field and the value that does not fit."""
         table = self.table(entry.table)
         fields = {f.name: f for f in table.match_fields}
         message = p4runtime_pb2.TableEntry(table_id=table.preamble.id,
                                            priority=entry.priority)
+        exact = ", ".join(f"{k} {v}" for k, v in entry.match.items() if isinstance(v, int))
+        where = f"{table.preamble.alias}" + (f" ({exact})" if exact else "")
         for name, value in entry.match.items():
             if name not in fields:
                 raise P4RuntimeError(f"table {entry.table!r} has no match field {name!r}")
             spec = fields[name]
+            what = f"{where}: match {name}"
             if isinstance(value, Ternary):
                 if value.mask == 0:
                     continue  # a wildcard is expressed by omitting the field
                 message.match.add(field_id=spec.id).ternary.CopyFrom(
                     p4runtime_pb2.FieldMatch.Ternary(
-                        value=encode(value.value & value.mask, spec.bitwidth),
-                        mask=encode(value.mask, spec.bitwidth)))
+                        value=encode(value.value & value.mask, spec.bitwidth, what),
+                        mask=encode(value.mask, spec.bitwidth, what)))
             elif isinstance(value, Range):
+                if value.low > value.high:
+                    raise P4RuntimeError(f"{what}: range {value.low} to {value.high} is empty")
                 message.match.add(field_id=spec.id).range.CopyFrom(
-                    p4runtime_pb2.FieldMatch.Range(low=encode(value.low, spec.bitwidth),
-                                                   high=encode(value.high, spec.bitwidth)))
+                    p4runtime_pb2.FieldMatch.Range(low=encode(value.low, spec.bitwidth, what),
+                                                   high=encode(value.high, spec.bitwidth, what)))
             else:
-                message.match.add(field_id=spec.id).exact.value = encode(value, spec.bitwidth)
+                message.match.add(field_id=spec.id).exact.value = encode(value, spec.bitwidth,
+                                                                         what)
         action = self.action(entry.action)
         params = {p.name: p for p in action.params}
         unknown = set(entry.params) - set(params)
@@ -178,7 +194,9 @@ class P4Info:
         message.action.action.action_id = action.preamble.id
         for name, value in entry.params.items():
             message.action.action.params.add(
-                param_id=params[name].id, value=encode(value, params[name].bitwidth))
+                param_id=params[name].id,
+                value=encode(value, params[name].bitwidth,
+                             f"{where}: {action.preamble.alias} {name}"))
         return message
 
 
@@ -335,30 +353,39 @@ class Switch:
 
     def read_table(self, table):
         """The entries installed in `table` (its default action aside)."""
+        return [self.p4info.decode_entry(m) for m in self._installed(table)]
+
+    def _installed(self, table):
+        """The protobuf TableEntries installed in `table`."""
         query = p4runtime_pb2.Entity()
         query.table_entry.table_id = self.p4info.table(table).preamble.id
-        return [self.p4info.decode_entry(found.table_entry) for found in self.read(query)]
+        return [found.table_entry for found in self.read(query)]
+
+    def sync_tables(self, tables):
+        """Makes each table of {table: [TableEntry]} hold exactly its entries,
+        all or nothing: every entry is encoded before anything is written,
+        all changes go in one batch (in the tables' order), and if the switch
+        refuses any of them the entries read before are written back."""
+        wanted = {}
+        for table, entries in tables.items():
+            for entry in entries:
+                if entry.table != table:
+                    raise P4RuntimeError(f"entry for {entry.table!r} given to sync {table!r}")
+            wanted[table] = [self.p4info.table_entry(e) for e in entries]
+        before = {table: self._installed(table) for table in tables}
+        try:
+            self.write([u for t in tables for u in _sync_updates(before[t], wanted[t])])
+        except P4RuntimeError as err:
+            try:
+                self.write([u for t in tables
+                            for u in _sync_updates(self._installed(t), before[t])])
+            except P4RuntimeError as again:
+                raise P4RuntimeError(f"{err}; writing back the previous entries failed too, "
+                                     f"the tables may hold some of each: {again}") from None
+            raise P4RuntimeError(f"{err}; the previous entries are back") from None
 
     def sync_table(self, table, entries):
-        """Makes `table` hold exactly `entries`: inserts, modifies and deletes
-        in one batch."""
-        query = p4runtime_pb2.Entity()
-        query.table_entry.table_id = self.p4info.table(table).preamble.id
-        installed = {_entry_key(found.table_entry): found.table_entry
-                     for found in self.read(query)}
-        updates = []
-        for entry in entries:
-            if entry.table != table:
-                raise P4RuntimeError(f"entry for {entry.table!r} given to sync {table!r}")
-            message = self.p4info.table_entry(entry)
-            key = _entry_key(message)
-            kind = p4runtime_pb2.Update.MODIFY if key in installed else p4runtime_pb2.Update.INSERT
-            installed.pop(key, None)
-            updates.append((kind, p4runtime_pb2.Entity(table_entry=message)))
-        for stale in installed.values():
-            stale.ClearField("action")
-            updates.append((p4runtime_pb2.Update.DELETE, p4runtime_pb2.Entity(table_entry=stale)))
-        self.write(updates)
+        self.sync_tables({table: entries})
 
     def modify(self, entries):
         """Changes the actions of installed entries, without reading first."""
@@ -471,6 +498,23 @@ class Switch:
 def _entry_key(message):
     return (message.table_id, message.priority,
             tuple(sorted(m.SerializeToString() for m in message.match)))
+
+
+def _sync_updates(installed, wanted):
+    """Updates that make a table holding the protobuf TableEntries
+    `installed` hold `wanted`: inserts and modifies, then deletes."""
+    stale = {_entry_key(m): m for m in installed}
+    updates = []
+    for message in wanted:
+        found = stale.pop(_entry_key(message), None)
+        kind = p4runtime_pb2.Update.INSERT if found is None else p4runtime_pb2.Update.MODIFY
+        updates.append((kind, p4runtime_pb2.Entity(table_entry=message)))
+    for message in stale.values():
+        key = p4runtime_pb2.TableEntry()
+        key.CopyFrom(message)
+        key.ClearField("action")
+        updates.append((p4runtime_pb2.Update.DELETE, p4runtime_pb2.Entity(table_entry=key)))
+    return updates
 
 
 def _describe_rpc_error(err):

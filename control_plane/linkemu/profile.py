@@ -5,12 +5,13 @@ checked before anything is written to a switch; all problems are reported
 together, each with its path, the value found and what is allowed.
 """
 
+import math
 from dataclasses import dataclass
 from pathlib import Path
 
-import yaml
-
-from .fields import Section, boolean, choice, int_in, positive_time_us, text
+from .fields import (Section, boolean, choice, int_in, positive_time_us, safe_name,
+                     text)
+from .files import load_yaml
 from .jitter import DelaySpikes, Jitter, read_jitter, read_spikes
 from .link_states import Duration, LinkState, StateChain
 from .rate_schedule import read_rate_changes, read_rate_trace
@@ -289,7 +290,8 @@ def _size(value):
 
 
 def _packets(value):
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) \
+            or not 0 <= value < math.inf:
         raise ValueError("expected a number of packets, 0 or more")
     return float(value)
 
@@ -395,6 +397,11 @@ def _direction(section, mtu, base_dir):
         section.problems.append(f"{section.sub_path('rate_changes')}: give rate_changes or "
                                 "rate_trace, not both")
     rate = schedule.mean_rate_bps() if schedule else section.field("rate", _rate)
+    if schedule and not MIN_RATE_BPS <= rate <= MAX_RATE_BPS:
+        trace = section.section("rate_trace")
+        trace.problem(trace.sub_path("file"), trace.data["file"],
+                      f"its mean rate, {format_rate(rate)}, is out of range; allowed "
+                      f"{format_rate(MIN_RATE_BPS)} to {format_rate(MAX_RATE_BPS)}")
     schedule = schedule or read_rate_changes(section, section.data.get("rate_changes"), _rate)
     direction = Direction(
         rate_bps=rate,
@@ -506,7 +513,13 @@ def _states(section):
     if section is None:
         return None
     states_section = section.section("states")
-    names = list(states_section.data)
+    names = []
+    for key in states_section.data:
+        if isinstance(key, str):
+            names.append(key)
+        else:
+            states_section.problem(states_section.sub_path(key), key,
+                                   "expected a state name as text: quote it")
     states = {}
     for name in names:
         state = states_section.section(name)
@@ -528,7 +541,7 @@ def parse_profile(data, source="profile", default_name="profile", base_dir="."):
     names (rate traces) are relative to `base_dir`."""
     problems = []
     top = Section(data, "", problems)
-    name = top.field("name", text, default=default_name)
+    name = top.field("name", safe_name, default=default_name)
     description = top.field("description", text, default="")
     mtu = top.field("mtu", int_in(68, 9000, "bytes"), default=1500)
     directions = {d: _direction(top.section(d), mtu, base_dir) for d in DIRECTIONS}
@@ -543,11 +556,7 @@ def load_profile(path):
     """Reads and validates a profile file."""
     path = Path(path)
     try:
-        text = path.read_text()
-    except OSError as err:
-        raise ProfileError(path, [f"cannot read: {err.strerror}"]) from err
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as err:
-        raise ProfileError(path, [f"not valid YAML: {err}"]) from err
+        data = load_yaml(path)
+    except ValueError as err:
+        raise ProfileError(path, [str(err)]) from None
     return parse_profile(data, source=str(path), default_name=path.stem, base_dir=path.parent)

@@ -27,15 +27,19 @@ x 1500 B x 8 / window); a window without any opportunity is an outage.
 
 import bisect
 import itertools
+import math
 from dataclasses import dataclass
 from pathlib import Path
 
-from .fields import Section, non_negative_time_us, positive_time_us, text
+from .fields import Section, non_negative_time_us, positive_time_us, shown, text
+from .files import read_text
 from .units import format_rate, format_time_us, parse_time_us
 
 OPPORTUNITY_BYTES = 1500     # Mahimahi's delivery opportunity
 MIN_WINDOW_MS = 5            # a few P4Runtime writes' latency
 DEFAULT_WINDOW_MS = 10
+MAX_TRACE_BYTES = 32 << 20   # Mahimahi's longest traces are a few MB
+MAX_TRACE_MS = 365 * 24 * 3600 * 1000
 
 
 @dataclass(frozen=True)
@@ -116,12 +120,19 @@ class RateTrace:
         return count * OPPORTUNITY_BYTES * 8 / (self.window_ms / 1e3)
 
     def segments(self, base_rate_bps=None):
-        """Endless: the trace repeats."""
+        """Endless: the trace repeats; unless its windows come to have one
+        rate, when the changes end there (a search for the next would not)."""
         def window(index):
             rate = self.window_rate_bps(index)
             return RateSegment(index * self.window_ms * 1000, rate or None, rate == 0)
 
-        return _changes(map(window, itertools.count()))
+        # From the first window after the trace's first period on, the windows
+        # repeat after the least common multiple of the two lengths.
+        steady = -(-self.period_ms // self.window_ms)
+        lap = math.lcm(self.period_ms, self.window_ms) // self.window_ms
+        rate = self.window_rate_bps(steady)
+        varies = any(self.window_rate_bps(i) != rate for i in range(steady + 1, steady + lap))
+        return _changes(map(window, itertools.count() if varies else range(steady + 1)))
 
     def describe(self):
         return (f"rate trace {Path(self.path).name} (mean {format_rate(self.mean_rate_bps())}, "
@@ -131,11 +142,9 @@ class RateTrace:
 def read_trace_file(path):
     """Opportunity milliseconds of a Mahimahi trace, or ValueError saying where."""
     try:
-        lines = Path(path).read_text().splitlines()
-    except OSError as err:
-        raise ValueError(f"cannot read {str(path)!r}: {err.strerror}") from err
-    except UnicodeDecodeError as err:
-        raise ValueError(f"{str(path)!r} is not a text file") from err
+        lines = read_text(path, MAX_TRACE_BYTES).splitlines()
+    except ValueError as err:
+        raise ValueError(f"{path}: {err}") from None
     times = []
     for number, line in enumerate(lines, 1):
         if not line.strip():
@@ -143,10 +152,11 @@ def read_trace_file(path):
         try:
             ms = int(line.strip())
         except ValueError:
-            raise ValueError(f"{path}, line {number}: {line.strip()!r} is not a whole "
+            raise ValueError(f"{path}, line {number}: {shown(line.strip())} is not a whole "
                              "number of milliseconds") from None
-        if ms < 0:
-            raise ValueError(f"{path}, line {number}: {ms} is negative")
+        if not 0 <= ms <= MAX_TRACE_MS:
+            raise ValueError(f"{path}, line {number}: {shown(ms)} is out of range; allowed 0 "
+                             f"to {MAX_TRACE_MS} ms (a year)")
         if times and ms < times[-1]:
             raise ValueError(f"{path}, line {number}: {ms} comes after {times[-1]}; "
                              "a trace's milliseconds never decrease")

@@ -1,5 +1,6 @@
 """Quantities with units, as written in link profiles: 64kbit, 300ms, 1.5s."""
 
+import math
 import re
 
 _NUMBER = r"(?P<num>[0-9]+(?:\.[0-9]*)?|\.[0-9]+)"
@@ -21,7 +22,10 @@ def _parse(text, units, kind, example):
     if not match or unit not in units:
         allowed = ", ".join(sorted(units, key=units.get))
         raise UnitError(f"expected a {kind}: a number and one of {allowed}, e.g. {example!r}")
-    return float(match.group("num")) * units[unit]
+    number = float(match.group("num")) * units[unit]
+    if math.isinf(number):
+        raise UnitError(f"too large: a number of {len(match.group('num'))} characters")
+    return number
 
 
 def parse_rate(text):
@@ -30,8 +34,12 @@ def parse_rate(text):
 
 
 def parse_time_us(text):
-    """Duration in microseconds, rounded to the microsecond of the switch clock."""
-    return round(_parse(text, TIME_UNITS, "duration", "300ms"))
+    """Duration in microseconds, rounded to the microsecond of the switch clock;
+    one that would round to 0 is refused rather than made 0."""
+    us = _parse(text, TIME_UNITS, "duration", "300ms")
+    if round(us) == 0 < us:
+        raise UnitError("shorter than the switch clock's 1us; give 0us or at least 1us")
+    return round(us)
 
 
 def parse_size(text):

@@ -5,8 +5,10 @@ from pathlib import Path
 
 import pytest
 import yaml
+from google.protobuf import text_format
 
-from linkemu import cli, emunet, results, runner
+import fake_p4info
+from linkemu import cli, emunet, link_states, results, runner
 from linkemu.bmv2 import free_tcp_port
 from linkemu.cli import main
 from linkemu.p4runtime import TableEntry
@@ -65,6 +67,53 @@ def test_timeline_is_drawn_from_the_seed(tmp_path):
     assert main(["timeline", str(profile), "--seed", "3", "--duration", "30", "-o", str(second)]) == 0
     assert first.read_text() == second.read_text()
     assert first.read_text().count("\nb,") >= 8
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "-1", "0", "1e9", "soon"])
+def test_durations_must_be_finite_and_bounded(capsys, tmp_path, value):
+    profile = states_profile(tmp_path)
+    with pytest.raises(SystemExit):
+        main(["timeline", str(profile), "--duration", value, "-o", str(tmp_path / "t.csv")])
+    assert f"argument --duration: '{value}': " in capsys.readouterr().err
+    assert not (tmp_path / "t.csv").exists()
+
+
+def test_a_timeline_is_written_as_drawn_and_bounded(capsys, tmp_path, monkeypatch):
+    """Microsecond states over an hour: rows are written as they are drawn,
+    and a timeline longer than a replay holds is refused, not left half."""
+    profile = tmp_path / "us.yaml"
+    profile.write_text("downlink: {}\nuplink: {}\nlink_states:\n  start: {a: 1}\n  states:\n"
+                       "    a: {error: 0, duration: {distribution: static, value: 1us}, "
+                       "next: {a: 1}}\n")
+    monkeypatch.setattr(link_states, "MAX_SEGMENTS", 1000)
+    drawn = []
+    monkeypatch.setattr(cli, "walk", lambda chain, seed: (drawn.append(s) or s
+                                                         for s in link_states.walk(chain, seed)))
+    out = tmp_path / "t.csv"
+    assert main(["timeline", str(profile), "--duration", "3600", "-o", str(out)]) == 1
+    assert "more than 1000 segments, the most a replay holds" in capsys.readouterr().err
+    assert len(drawn) == 1001 and not out.exists()
+    assert main(["timeline", str(profile), "--duration", "0.0005", "-o", str(out)]) == 0
+    assert "wrote 500 segments" in capsys.readouterr().out
+
+
+def test_check_reports_every_bad_file(capsys, tmp_path):
+    good = tmp_path / "good.yaml"
+    good.write_text("downlink: {}\nuplink: {}\n")
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("downlink: {rate: fast}\nuplink: {}\n")
+    latin = tmp_path / "latin.yaml"
+    latin.write_bytes(b"downlink: {}\nuplink: {}\nname: \xe9\n")
+    assert main(["check", str(bad), str(good), str(latin)]) == 1
+    out, err = capsys.readouterr()
+    assert f"{good}: good: MTU 1500" in out
+    assert f"linkemu: {bad}: invalid profile\n  downlink.rate: 'fast'" in err
+    assert f"linkemu: {latin}: invalid profile\n  not UTF-8 text: byte 30 is 0xe9" in err
+    assert err.endswith("linkemu: 2 of 3 files are invalid\n")
+    experiment = tmp_path / "e.yaml"
+    experiment.write_text("name: e\n")
+    assert main(["experiment", "check", str(experiment), str(experiment)]) == 1
+    assert capsys.readouterr().err.count(f"linkemu: {experiment}: invalid experiment") == 2
 
 
 class PushedSwitch:
@@ -128,6 +177,8 @@ def test_experiment_run_fails_a_complete_batch_that_misses(capsys, tmp_path, mon
         return results.count(out, experiment.runs())
 
     (tmp_path / "linkemu.json").write_text("{}")
+    (tmp_path / "linkemu.p4info.txtpb").write_text(
+        text_format.MessageToString(fake_p4info.p4info().message))
     monkeypatch.setattr(emunet, "BUILD", tmp_path)
     monkeypatch.setattr(cli, "missing_tools", lambda *tools: [])
     monkeypatch.setattr(cli.os, "geteuid", lambda: 0)

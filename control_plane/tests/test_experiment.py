@@ -122,6 +122,59 @@ def test_bad_grid_values_are_reported_with_the_profile_problem():
     assert any("profiles[0].grid (g-fast)" in p and "downlink.rate" in p for p in found)
 
 
+@pytest.mark.parametrize("changes, expected", [
+    ({"workloads": {1: [{"app": "bulk", "bytes": 10}]}},
+     "workloads.1: 1: expected a name as text: quote it"),
+    ({"tcp": {True: {}, "x": {}}, "matrix": {"tcp": ["x"]}},
+     "tcp.True: True: expected a name as text: quote it"),
+    ({"expect": [{"profile": "gprs-optimal", "metric": "x", "study": 10**400,
+                  "within": "1" * 400 + "%"}]},
+     "expect[0].study: 1000000000000000000000000000...00000000000000000000000000000: too "
+     "large a number"),
+])
+def test_names_yaml_reads_as_numbers_and_huge_numbers_are_problems(changes, expected):
+    assert expected in problems(experiment(**changes))
+
+
+@pytest.mark.parametrize("changes, expected", [
+    ({"tcp": {}}, "tcp: empty; define at least one, or the batch has no runs"),
+    ({"workloads": {}}, "workloads: empty; define at least one, or the batch has no runs"),
+    ({"matrix": []}, "matrix: []: expected a mapping of axes to names, or a list of them; "
+                     "an empty list has no runs"),
+    ({"short": {"matrix": []}}, "short.matrix: []: expected a mapping"),
+    ({"tcp": {f"t{i}": {} for i in range(100)}, "workloads": {
+        f"w{i}": [{"app": "bulk", "bytes": 1}] for i in range(100)}, "replications": 11},
+     "matrix: up to 110000 runs (cells x replications); at most 100000"),
+])
+def test_a_batch_has_some_runs_and_not_too_many(changes, expected):
+    assert any(p.startswith(expected) for p in problems(experiment(**changes))), \
+        problems(experiment(**changes))
+
+
+@pytest.mark.parametrize("grid, expected", [
+    ({"name": "g-{0}"}, "grid.name: 'g-{0}': cannot fill it: IndexError: Replacement index 0 "
+                        "out of range for positional args tuple; its fields are rate"),
+    ({"name": "g-{rate.x}"}, "grid.name: 'g-{rate.x}': cannot fill it: AttributeError: 'str' "
+                             "object has no attribute 'x'; its fields are rate"),
+    ({"name": "g-{year}"}, "grid.name: 'g-{year}': cannot fill it: KeyError: 'year'; its "
+                           "fields are rate"),
+    ({"set": {1: ["1Mbit"]}}, "grid.set.1: 1: expected a field's name as text, e.g. rate or "
+                              "downlink.loss.p"),
+    ({"set": {"rate.x": [1]}}, "grid.set.rate.x: 1: rate is not a section of the profile"),
+    ({"set": {f"f{i}": list(range(10)) for i in range(6)}},
+     "grid.set: makes 1000000 profiles; at most 100000"),
+    ({"base": "empty.yaml"}, "grid.base: 'empty.yaml': "),
+])
+def test_bad_grids_are_problems(tmp_path, grid, expected):
+    (tmp_path / "empty.yaml").write_text("# nothing yet\n")
+    data = {"base": str(PROFILES / "10mbit-20ms.yaml"), "name": "g-{rate}",
+            "set": {"rate": ["1Mbit"]}, **grid}
+    with pytest.raises(ExperimentError) as err:
+        parse_experiment(experiment(profiles=[{"grid": data}]), "x.yaml", tmp_path)
+    assert any(p.startswith(f"profiles[0].{expected}") for p in err.value.problems), \
+        err.value.problems
+
+
 def test_every_problem_is_reported_with_its_path():
     found = problems(experiment(
         name="bad name", hosts={"fixed": 0},

@@ -47,6 +47,20 @@ def test_a_wrong_distribution_is_caught():
     assert stats.kstest(clamped, lambda x: np.array([d.cdf(v) for v in x])).pvalue < 0.001
 
 
+def test_an_exponential_truncated_far_in_its_tail_is_drawn_at_once():
+    """Mean 1 s on [59 s, 60 s]: redrawing until a value falls inside would
+    take e^59 draws; the inverse CDF takes one each."""
+    c = chain({"start": {"a": 1}, "states": {"a": {
+        "error": 0, "next": {"a": 1}, "duration": {
+            "distribution": "exponential", "mean": "1s", "min": "59s", "max": "60s"}}}})
+    sample = durations(walk(c, seed=1), "a", 4000)
+    assert all(59_000_000 <= d <= 60_000_000 for d in sample)
+    d = c.states["a"].duration
+    assert stats.kstest(sample, lambda x: np.array([d.cdf(v) for v in x])).pvalue > 0.001
+    far = Duration("exponential", mean_us=1, min_us=10**9, max_us=10**9 + 10)
+    assert far.cdf(10**9 + 1) == pytest.approx(1 - np.exp(-1), rel=1e-3)
+
+
 def test_transitions_and_start_follow_the_vectors():
     c = chain({"start": {"a": 0.3, "b": 0.7},
                "states": {"a": {"error": 0, "duration": {"distribution": "static", "value": "1s"},
@@ -80,6 +94,10 @@ def test_timeline_round_trip(tmp_path):
 
 @pytest.mark.parametrize("text, message", [
     ("state,start_s,end_s\nugly,0,1\n", "unknown state 'ugly'"),
+    ("state,start_s,end_s\n" + "u" * 100_000 + ",0,1\n", "unknown state 'uuuu"),
+    ("state,start_s,end_s\ngood,0,x" + "1" * 100_000 + "\n", "expected columns"),
+    ("state,start_s,end_s\ngood,0,inf\n", "expected columns"),
+    ("state,start_s,end_s\ngood,0," + "1" * 200_000 + "\n", "not CSV after line 1: field larger"),
     ("state,start_s,end_s\ngood,0,1\nbad,2,3\n", "without gaps"),
     ("state,start_s,end_s\ngood,0,0\n", "more than 0 s"),
     ("state,begin\ngood,0\n", "expected columns"),
@@ -88,8 +106,14 @@ def test_timeline_round_trip(tmp_path):
 def test_bad_timelines(tmp_path, text, message):
     path = tmp_path / "t.csv"
     path.write_text(text)
-    with pytest.raises(TimelineError, match=message):
+    with pytest.raises(TimelineError, match=message) as info:
         read_timeline(path, chain())
+    assert len(str(info.value)) < 300
+
+
+def test_a_device_is_no_timeline():
+    with pytest.raises(TimelineError, match="/dev/zero: cannot read: not a regular file"):
+        read_timeline("/dev/zero", chain())
 
 
 def problems(states):

@@ -54,7 +54,11 @@ def test_defaults():
     (("downlink", "link_buffer"), "0B", "more than 0 bytes"),
     (("mtu",), 67, "allowed 68 to 9000 bytes"),
     (("mtu",), 65536, "allowed 68 to 9000 bytes"),
-    (("name",), 5, "expected text"),
+    (("name",), 5, "expected a name as text: quote it"),
+    (("name",), "../../results/x", "expected a name of letters, digits, _ . + -"),
+    (("name",), ".hidden", "starting with a letter or digit"),
+    (("name",), "a/b", "at most 64 characters"),
+    (("downlink", "delay"), "0.4us", "shorter than the switch clock's 1us"),
 ])
 def test_bad_field_reports_path_value_and_allowed(path, value, fragment):
     data = valid()
@@ -75,6 +79,47 @@ def test_unknown_fields_are_rejected_with_the_allowed_ones():
     assert any(p.startswith("downlink.bandwidth: '1Mbit': unknown field; allowed: ")
                and "rate" in p for p in found)
     assert any(p.startswith("colour: 'blue': unknown field") for p in found)
+
+
+def test_huge_values_and_keys_are_echoed_shortened():
+    data = valid()
+    data["downlink"]["rate"] = "9" * 5_000_000
+    data["uplink"]["k" * 1_000_000] = list(range(1_000_000))
+    found = problems(data)
+    assert found[0].startswith("downlink.rate: '99999") and "..." in found[0]
+    assert found[1].startswith("uplink.'kkkk") and "[0, 1, 2" in found[1]
+    assert all(len(p) < 500 for p in found)
+    assert problems({"downlink": {}, "uplink": {}, "a\nb": 1}) == [
+        "'a\\nb': 1: unknown field; allowed: description, downlink, link_states, mtu, name, "
+        "uplink"]
+
+
+@pytest.mark.parametrize("field, value, fragment", [
+    ("delay", "1" + "0" * 400 + "ms", "too large: a number of 401 characters"),
+    ("queue_bytes", "1" + "0" * 400 + "B", "too large: a number of 401 characters"),
+    ("arq", {"delay": "9" * 400 + "s", "max_retransmissions": 1}, "arq.delay: '999"),
+    ("red", {"min": 10**400, "max": 10**401, "max_p": 0.1, "weight": 0.002},
+     "red.max: 1000000000000000000000000000..."),
+    ("red", {"min": float("nan"), "max": float("inf"), "max_p": 0.1, "weight": 0.002},
+     "red.min: nan: expected a number of packets, 0 or more"),
+])
+def test_numbers_too_large_or_not_finite_are_problems(field, value, fragment):
+    data = valid()
+    data["downlink"][field] = value
+    assert any(fragment in p for p in problems(data)), problems(data)
+
+
+def test_names_are_safe_file_names():
+    assert parse_profile({**valid(), "name": "x" * 64}).name == "x" * 64
+    assert problems({**valid(), "name": "x" * 65})[0].endswith("at most 64 characters")
+    assert parse_profile({**valid(), "name": "smix2-r0_1.5+"}).name == "smix2-r0_1.5+"
+
+
+def test_state_names_must_be_text():
+    static = {"distribution": "static", "value": "1s"}
+    found = problems({"downlink": {}, "uplink": {}, "link_states": {
+        "start": {1: 1}, "states": {1: {"error": 0, "duration": static, "next": {1: 1}}}}})
+    assert found[0] == "link_states.states.1: 1: expected a state name as text: quote it"
 
 
 def test_every_problem_is_reported_at_once():

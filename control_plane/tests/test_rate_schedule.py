@@ -83,12 +83,23 @@ def test_trace_windows_give_rates_and_outages():
                         RateSegment(30_000, 4.8e6), RateSegment(40_000, None, down=True)]
 
 
+def test_the_changes_of_a_trace_of_one_rate_end():
+    """One opportunity a millisecond: the first 5 ms window has 4 (none at
+    0 ms), every later one 5; a search for the next change would never end."""
+    assert list(RateTrace("t", (1,), 5).segments()) == [RateSegment(0, 9.6e6),
+                                                        RateSegment(5000, 12e6)]
+    assert list(RateTrace("t", (2, 4, 6), 6).segments()) == [RateSegment(0, 4e6),
+                                                             RateSegment(6000, 6e6)]
+
+
 @pytest.mark.parametrize("text, message", [
     ("", "empty; a trace needs at least one opportunity"),
     ("1\n2\nx\n", "line 3: 'x' is not a whole number of milliseconds"),
     ("1\n5\n4\n", "line 3: 4 comes after 5; a trace's milliseconds never decrease"),
-    ("-3\n", "line 1: -3 is negative"),
+    ("-3\n", "line 1: -3 is out of range; allowed 0 to 31536000000 ms"),
+    ("1\n" + "1" * 400 + "\n", "line 2: 1111111111111111111111111111"),
     ("0\n0\n", "the last opportunity is at 0 ms"),
+    ("1\n" + "x" * 1_000_000 + "\n", "line 2: 'xxxxxxxx"),
 ])
 def test_malformed_traces_say_where(tmp_path, text, message):
     path = tmp_path / "bad.trace"
@@ -98,7 +109,17 @@ def test_malformed_traces_say_where(tmp_path, text, message):
     problems = problems_of({"downlink": {"rate_trace": {"file": "bad.trace"}}, "uplink": {}},
                            base_dir=tmp_path)
     assert problems[0].startswith("downlink.rate_trace.file: 'bad.trace': ")
-    assert message in problems[0]
+    assert message in problems[0] and len(problems[0]) < 300
+
+
+@pytest.mark.parametrize("text, mean", [("1\n100000\n", "240bit"),
+                                         ("1\n" * 10000, "120Gbit")])
+def test_a_trace_whose_mean_rate_is_out_of_range_is_refused(tmp_path, text, mean):
+    (tmp_path / "t").write_text(text)
+    (problem,) = problems_of({"downlink": {"rate_trace": {"file": "t"}}, "uplink": {}},
+                             base_dir=tmp_path)
+    assert problem == (f"downlink.rate_trace.file: 't': its mean rate, {mean}, is out of "
+                       "range; allowed 1kbit to 10Gbit")
 
 
 def test_trace_profile_takes_its_rate_from_the_trace(tmp_path):
@@ -118,9 +139,12 @@ def test_trace_profile_takes_its_rate_from_the_trace(tmp_path):
                             "uplink": {}}, base_dir=tmp_path)
     assert "downlink.rate: the rate_trace gives the rate; leave rate out" in problems
     assert ("downlink.rate_changes: give rate_changes or rate_trace, not both" in problems)
-    assert problems_of({"downlink": {"rate_trace": {"file": "missing"}}, "uplink": {}},
-                       base_dir=tmp_path)[0].startswith("downlink.rate_trace.file: 'missing': "
-                                                        "cannot read")
+    (problem,) = problems_of({"downlink": {"rate_trace": {"file": "missing"}}, "uplink": {}},
+                             base_dir=tmp_path)
+    assert problem == (f"downlink.rate_trace.file: 'missing': {tmp_path / 'missing'}: "
+                       "cannot read: No such file or directory")
+    (problem,) = problems_of({"downlink": {"rate_trace": {"file": "/dev/zero"}}, "uplink": {}})
+    assert problem.endswith("/dev/zero: cannot read: not a regular file")
 
 
 def test_a_varying_rate_excludes_priority_and_the_sojourn_ramp():

@@ -13,7 +13,7 @@ def test_rates(text, bps):
 
 @pytest.mark.parametrize("text, us", [
     ("300ms", 300_000), ("1.5s", 1_500_000), ("250us", 250), ("250µs", 250),
-    ("0ms", 0), ("0.0005ms", 0), (".5s", 500_000),
+    ("0ms", 0), ("0.0006ms", 1), (".5s", 500_000),
 ])
 def test_times(text, us):
     assert parse_time_us(text) == us
@@ -28,6 +28,13 @@ def test_bad_rates_name_the_allowed_units(text):
 @pytest.mark.parametrize("text", ["300", "5min", "ms", 0.3, "-5ms"])
 def test_bad_times(text):
     with pytest.raises(UnitError, match="ms"):
+        parse_time_us(text)
+
+
+@pytest.mark.parametrize("text", ["0.4us", "0.5us", "0.0001ms"])
+def test_a_time_below_the_clocks_microsecond_is_not_made_0(text):
+    with pytest.raises(UnitError, match="shorter than the switch clock's 1us; give 0us or at "
+                                        "least 1us"):
         parse_time_us(text)
 
 
