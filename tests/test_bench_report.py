@@ -78,8 +78,21 @@ def results(logging=False, p99=0.4, held=30, change_p99=1.5, change_early=0.0,
                 {"log": False, "frames": 600, "p50_ms": 0.5, "p99_ms": 2.0, "max_ms": 3.0,
                  "cpu_s_per_frame_us": 80.0, "saturated_pps": 9000},
                 {"log": True, "frames": 600, "p50_ms": 0.6, "p99_ms": 2.5, "max_ms": 3.5,
-                 "cpu_s_per_frame_us": 95.0, "saturated_pps": 7000, "events": 1200,
-                 "log_check": {"released": 1200, "error_p99_us": 1500, "error_max_us": 2500}}]}}
+                 "cpu_s_per_frame_us": 95.0, "saturated_pps": 7000, "events": 600,
+                 "log_check": {"released": 600, "error_p99_us": 1500, "error_max_us": 2500},
+                 "saturated_events": 40000,
+                 "saturated_log_check": {"released": 40000, "error_p99_us": 120_000,
+                                         "error_max_us": 150_000},
+                 "against_captures": {
+                     "events": 600, "arrivals": 600, "matched": 600, "compared": 598,
+                     "threshold_ms": 10.0, "log_p50_ms": 0.6, "log_p99_ms": 1.5,
+                     "log_max_ms": 2.5, "capture_p50_ms": 0.9, "capture_p99_ms": 2.5,
+                     "capture_max_ms": 3.5, "difference_p1_ms": 0.1, "difference_p50_ms": 0.3,
+                     "difference_p99_ms": 1.1, "abs_difference_p99_ms": 1.1,
+                     "abs_difference_max_ms": 1.2, "to_wire_p50_ms": 0.25,
+                     "to_wire_p99_ms": 1.05, "to_wire_max_ms": 1.15, "due_later_p50_ms": 0.05,
+                     "due_later_p99_ms": 0.06, "consistent": True,
+                     "over_threshold": {"log": 0, "captures": 0, "both": 0}}}]}}
 
 
 def test_targets_are_judged_only_up_to_20_mbits():
@@ -198,7 +211,7 @@ def test_report_folder_is_complete_and_warns_about_logging_builds(tmp_path):
     assert "| linkemu's plain arrival | 10500 | 10500 of 10500 |" in text
     assert "| 10 Mbit/s | 20 ms | 10 | 25 | 0.300 | 0.600 | 0.600 | +0.700 % |" in text
     assert "| linkemu | 220 | 18 | 165 | 90 | 3 | 2 |" in text   # what each pass pays for
-    assert "| on | 600 | 0.600 | 2.500 | 3.500 | 95.0 | 7000 | 1200, 1.500, 2.500 |" in text
+    assert "| on | 600 | 0.600 | 2.500 | 3.500 | 95.0 | 7000 | 600, 1.500, 2.500 |" in text
     # Arrivals among held frames, beside plain forwarding; a count with no probe says so.
     assert "Plain forwarding alone: p99 0.200 ms." in text
     assert "| 10 | 17 | 0.300 | 0.600 | 0.700 |" in text
@@ -339,3 +352,85 @@ def test_the_held_burst_says_how_many_frames_left():
     text = report.markdown(results())
     assert "A burst: 500 frames arriving within 5 ms" in text
     assert "delivered 500, 437 of 500; release error p99 60.0, 80.3 ms." in text
+
+
+def test_the_event_log_section_sets_the_self_check_beside_the_captures():
+    text = report.markdown(results())
+    # The cost table keeps the cell's log and the saturated run's apart.
+    assert "| on | 600 | 0.600 | 2.500 | 3.500 | 95.0 | 7000 | 600, 1.500, 2.500 | " \
+           "40000, 120.000, 150.000 |" in text
+    assert ("| 598 (600, 600) | 0.600 | 1.500 | 2.500 | 0.900 | 2.500 | 3.500 | 0.100 | "
+            "0.300 | 1.100 | 1.100 | 1.200 | 0.250 | 1.050 | 1.150 | 0.050 | 0.060 | "
+            "0, 0, 0 (> 10 ms) |") in text
+    assert "contradicts" not in text
+    data = results()
+    data["linkemu"]["event_log"][1]["against_captures"]["consistent"] = False
+    assert "**The log contradicts the captures**" in report.markdown(data)
+    # A report of before the comparison has the cost table alone.
+    data = results()
+    for key in ("against_captures", "saturated_events", "saturated_log_check"):
+        del data["linkemu"]["event_log"][1][key]
+    assert "frame by frame" not in report.markdown(data)
+
+
+def test_the_event_log_run_checks_the_cell_against_its_captures_and_the_saturated_run_apart(
+        tmp_path):
+    """event_log_cost on a stand-in switch: the cell's log set beside its
+    captures, the saturated run's log apart, at zero added delay."""
+    from contextlib import contextmanager
+    from types import SimpleNamespace
+
+    from linkemu.event_log import FIELDS, Event
+    from linkemu.fidelity import model_due
+    direction = benchmark.link("10000kbit", "20ms").downlink
+    start = 500.0   # the switch's clock's 0 on the capture clock
+    arrivals = [Frame(501.0 + i * 0.001, traffic.frame(i, 500), 500) for i in range(20)]
+    events, departures = [], []
+    for i, (frame, due) in enumerate(zip(arrivals, model_due(arrivals, direction))):
+        arrival_us, due_us = (round((t - start) * 1e6) + 10 for t in (frame.ts, due))
+        events.append(Event("downlink", "released", i, 486, arrival_us, arrival_us, due_us,
+                            due_us + 100, 0, 0))
+        departures.append(Frame(start + (due_us + 100 + 200) / 1e6, frame.data, frame.length))
+    flooded = [Event("downlink", "released", i, 50, i, i, i, i + 120_000, 0, 0)
+               for i in range(30)]
+    calls = []
+
+    @contextmanager
+    def event_log(path):
+        calls.append("log on")
+        yield
+        with open(path, "w") as f:
+            f.write(",".join(FIELDS) + "\n")
+            for e in (events if "cell" in path.name else flooded):
+                f.write(",".join(map(str, e.row())) + "\n")
+        calls.append("log off")
+
+    def delay_run(rate_bps, delay_ms, load):
+        calls.append(("cell", rate_bps, delay_ms, load))
+        return ({"sent": 20, "p50_ms": 0.4, "p99_ms": 0.5, "max_ms": 0.5},
+                traffic.Run(arrivals, departures), direction)
+
+    bench = object.__new__(benchmark.Bench)
+    bench.switch = SimpleNamespace(cpu_seconds=lambda: 0.0)
+    bench.warm_up = lambda: calls.append("warm-up")
+    bench.wait_until_idle = lambda: None
+    bench.push = lambda profile: calls.append(("push", profile.downlink.rate_bps,
+                                               profile.downlink.delay_us))
+    bench.event_log = event_log
+    bench.delay_run = delay_run
+    bench.saturated_rate = lambda: calls.append("saturated") or {"delivered_pps": 9000}
+    off, on = bench.event_log_cost()
+    cell = ("cell", 10e6, 20, "loaded")
+    assert calls == ["warm-up", cell, ("push", None, 0), "saturated",
+                     "log on", cell, "log off", ("push", None, 0),
+                     "log on", "saturated", "log off"]
+    assert "events" not in off and on["events"] == 20 and on["saturated_events"] == 30
+    assert on["log_check"]["error_p99_us"] == 100
+    assert on["saturated_log_check"]["error_p99_us"] == 120_000
+    check = on["against_captures"]
+    assert check["compared"] == 20 and check["consistent"]
+    # The captures add to the log's 0.1 ms the 0.2 ms way out and the
+    # 10 us by which the switch took the frames in, and so set their dues,
+    # late.
+    assert abs(check["difference_p50_ms"] - 0.21) < 0.002
+    assert abs(check["capture_p50_ms"] - 0.31) < 0.002

@@ -11,7 +11,13 @@ writes them to a CSV file as they stream in; read_events() reads it back.
 
 The self-check: a released packet's release error is actual - requested; a
 packet whose release overshot by more than the threshold is flagged (the
-studies' emulator flagged 10 ms and discarded such runs).
+studies' emulator flagged 10 ms and discarded such runs). It is the switch's
+own account, and errs one way only: "actual" is the ingress pass that lets
+the packet go, stamped with the freshest clock the data plane has there,
+before BMv2's output queue and transmit thread, and "requested" runs from the
+instant BMv2 took the packet in, after it reached the port. So the wire sees
+at least the log's error, and under load several ms more (README, "Event
+log"). against_captures() sets the log beside captures, frame by frame.
 """
 
 import csv
@@ -20,6 +26,7 @@ import threading
 from dataclasses import dataclass
 
 from . import dataplane
+from .fidelity import model_due
 
 DIGEST = "event_digest_t"
 OUTCOMES = ("released", "drop_queue", "drop_aqm", "drop_loss_model", "drop_link_error")
@@ -184,3 +191,218 @@ def check_timing(events, threshold_us=OVERSHOOT_US):
         overshoots=tuple((e.direction, e.seq, e.error_us) for e in released
                          if e.error_us > threshold_us),
         threshold_us=threshold_us)
+
+
+# The self-check against captures -------------------------------------------
+#
+# The log's times are the switch's clock (microseconds since it started, on
+# the host's real-time clock); captures on the switch's interfaces are the
+# kernel's, the same clock less the switch's start. A frame is captured
+# coming in before the switch takes it in, and the log's release comes
+# before the frame is captured going out, so the start lies between the
+# latest (captured arrival - logged arrival) and the earliest (captured
+# departure - logged release).
+
+GAP_COST_S = 3600.0     # a frame of either side left unmatched (see match_arrivals)
+EARLY_TOLERANCE_S = 50e-6   # a logged arrival this much before its capture still pairs
+
+
+def _pick(ordered, p):
+    return ordered[min(len(ordered) - 1, int(p / 100 * len(ordered)))]
+
+
+def _align(events, arrivals, offset_s, band):
+    """The least-cost monotone pairing of events with captured arrivals, both
+    [(L3 length, arrival s)] in arrival order: (cost, [(event index, arrival
+    index)]). A pair costs the time the switch took to take the frame in (its
+    logged arrival + `offset_s` - its captured arrival); a pair that has the
+    switch take the frame in before it came (by more than
+    EARLY_TOLERANCE_S), or frames of different lengths, never pair; a frame
+    of either side left unmatched costs GAP_COST_S, more than any sum of
+    such times in a run: the pairing has as many pairs as any, and of those
+    the shortest times to take the frames in."""
+    n, m = len(events), len(arrivals)
+    band = max(band, abs(n - m)) + 1
+    inf = float("inf")
+    cost = {(0, 0): 0.0}
+    step = {}
+    for i in range(n + 1):
+        for j in range(max(0, i - band), min(m, i + band) + 1):
+            if i == j == 0:
+                continue
+            best, move = inf, None
+            if i and j and events[i - 1][0] == arrivals[j - 1][0]:
+                taken = events[i - 1][1] + offset_s - arrivals[j - 1][1]
+                if taken >= -EARLY_TOLERANCE_S:
+                    best, move = cost.get((i - 1, j - 1), inf) + max(0.0, taken), "pair"
+            if i and cost.get((i - 1, j), inf) + GAP_COST_S < best:
+                best, move = cost[i - 1, j] + GAP_COST_S, "event"
+            if j and cost.get((i, j - 1), inf) + GAP_COST_S < best:
+                best, move = cost[i, j - 1] + GAP_COST_S, "arrival"
+            if move:
+                cost[i, j], step[i, j] = best, move
+    pairs, i, j = [], n, m
+    while i or j:
+        move = step[i, j]
+        if move == "pair":
+            pairs.append((i - 1, j - 1))
+        i -= move != "arrival"
+        j -= move != "event"
+    return cost[n, m], pairs[::-1]
+
+
+def match_arrivals(events, arrivals, band=8):
+    """Pairs a direction's events with the frames captured entering the
+    switch: (pairs [(event, frame)], offset s: the most of captured - logged
+    arrival over the pairs, the frame the switch took in soonest).
+
+    Both sides keep arrival order (the switch takes frames in from its
+    interface in order), so the pairing is monotone: in order, equal L3
+    lengths, with frames of either side left out where the other has none (a
+    frame the switch never took in, another host's frame the captures leave
+    out). The switch takes a frame in after it came, at once or, when its
+    threads wait for the core, tens of ms later; never before. Which offset
+    between the clocks that leaves is not known beforehand: each shift of
+    the two sides by up to `band` frames proposes some, the pairing is
+    worked out for each, and the cheapest kept. (One frame missing from each
+    side with none between them pairs the two that remain.)"""
+    events = sorted(events, key=lambda e: (e.arrival_us, e.seq))
+    frames = sorted(arrivals, key=lambda f: f.ts)
+    if not events or not frames:
+        return [], None
+    ev = [(e.length, e.arrival_us / 1e6) for e in events]
+    fr = [(f.length - dataplane.ETH_HEADER_BYTES, f.ts) for f in frames]
+    band = band + abs(len(ev) - len(fr))
+    offsets = set()
+    for shift in range(-band, band + 1):
+        deltas = sorted(fr[i + shift][1] - ev[i][1] for i in range(max(0, -shift), len(ev))
+                        if 0 <= i + shift < len(fr) and fr[i + shift][0] == ev[i][0])
+        if deltas:
+            offsets.update(round(_pick(deltas, p), 6) for p in (50, 90, 100))
+    best = min((_align(ev, fr, offset, band) for offset in sorted(offsets)),
+               key=lambda result: result[0])
+    if not best[1]:
+        return [], None
+    offset = max(fr[j][1] - ev[i][1] for i, j in best[1])
+    pairs = _align(ev, fr, offset, band)[1]
+    return [(events[i], frames[j]) for i, j in pairs], offset
+
+
+@dataclass(frozen=True)
+class LoggedFrame:
+    """A frame in the log and in the captures: its event, its captured
+    arrival and departure (None: it never left), and the model's due for it
+    from the captured arrivals (None: the model drops it), all in seconds."""
+
+    event: Event
+    arrival_s: float
+    departure_s: float | None
+    model_due_s: float | None
+
+    @property
+    def compared(self):
+        return (self.event.released and self.departure_s is not None
+                and self.model_due_s is not None)
+
+    @property
+    def log_error_s(self):
+        return self.event.error_us / 1e6
+
+    @property
+    def capture_error_s(self):
+        return self.departure_s - self.model_due_s
+
+    @property
+    def difference_s(self):
+        """The captures' error less the log's: what the log does not see."""
+        return self.capture_error_s - self.log_error_s
+
+
+@dataclass(frozen=True)
+class CaptureCheck:
+    """The log's self-check against captures, frame by frame on the same frames."""
+
+    frames: tuple          # LoggedFrame, in arrival order
+    events: int            # the direction's events
+    arrivals: int          # frames captured entering
+    offset_s: float | None  # captured - logged arrival of the frame taken in soonest
+    threshold_us: int
+
+    @property
+    def compared(self):
+        return [f for f in self.frames if f.compared]
+
+    def clock_bounds(self):
+        """(earliest, latest) switch start on the capture clock that every
+        frame allows: taken in after it was captured coming in, released by
+        the log before it was captured going out. earliest > latest: the
+        log contradicts the captures."""
+        earliest = max((f.arrival_s - (f.event.arrival_us + 1) / 1e6 for f in self.frames),
+                       default=None)
+        released = [f for f in self.frames if f.event.released and f.departure_s is not None]
+        latest = min((f.departure_s - f.event.event_us / 1e6 for f in released), default=None)
+        return earliest, latest
+
+    def summary(self):
+        compared = self.compared
+        out = {"events": self.events, "arrivals": self.arrivals, "matched": len(self.frames),
+               "compared": len(compared), "threshold_ms": self.threshold_us / 1e3}
+        if not compared:
+            return out
+        ms = lambda values, p: _pick(sorted(values), p) * 1e3  # noqa: E731
+        log = [f.log_error_s for f in compared]
+        cap = [f.capture_error_s for f in compared]
+        diff = [f.difference_s for f in compared]
+        limit = self.threshold_us / 1e6
+        earliest, latest = self.clock_bounds()
+        # On the capture clock placed by the earliest start (the frame taken
+        # in soonest after its capture counts as taken in at once): the
+        # difference is the way out (logged release to captured departure)
+        # plus how much later the switch's due is than the model's.
+        taken_in = [f.event.arrival_us / 1e6 + earliest - f.arrival_s for f in compared]
+        to_wire = [f.departure_s - (f.event.event_us / 1e6 + earliest) for f in compared]
+        due_later = [f.event.due_us / 1e6 + earliest - f.model_due_s for f in compared]
+        out.update({
+            "log_p50_ms": ms(log, 50), "log_p99_ms": ms(log, 99), "log_max_ms": max(log) * 1e3,
+            "capture_p50_ms": ms(cap, 50), "capture_p99_ms": ms(cap, 99),
+            "capture_max_ms": max(cap) * 1e3,
+            "difference_p1_ms": ms(diff, 1), "difference_p50_ms": ms(diff, 50),
+            "difference_p99_ms": ms(diff, 99),
+            "abs_difference_p99_ms": ms([abs(d) for d in diff], 99),
+            "abs_difference_max_ms": max(abs(d) for d in diff) * 1e3,
+            "taken_in_p50_ms": ms(taken_in, 50), "taken_in_p99_ms": ms(taken_in, 99),
+            "to_wire_p50_ms": ms(to_wire, 50), "to_wire_p99_ms": ms(to_wire, 99),
+            "to_wire_max_ms": max(to_wire) * 1e3,
+            "due_later_p1_ms": ms(due_later, 1), "due_later_p50_ms": ms(due_later, 50),
+            "due_later_p99_ms": ms(due_later, 99),
+            "consistent": latest is None or earliest <= latest,
+            "over_threshold": {
+                "log": sum(e > limit for e in log), "captures": sum(c > limit for c in cap),
+                "both": sum(e > limit and c > limit for e, c in zip(log, cap))}})
+        return out
+
+
+def against_captures(events, arrivals, departures, direction, name="downlink",
+                     threshold_us=OVERSHOOT_US):
+    """The log's release error beside the captures' on the same frames.
+
+    `events`: the log's (every direction; `name`'s are used); `arrivals` and
+    `departures`: fidelity.Frames captured on the switch's interfaces, in and
+    out; `direction`: the profile's Direction, whose model gives each
+    captured arrival its due (as fidelity.compare does). Departures are
+    matched to arrivals by content; contents seen more than once are left
+    out (their departure is None)."""
+    arrivals = sorted(arrivals, key=lambda f: f.ts)
+    dues = dict(zip(map(id, arrivals), model_due(arrivals, direction)))
+    seen = {}
+    for f in arrivals:
+        seen[f.data, f.length] = seen.get((f.data, f.length), 0) + 1
+    left = {}
+    for f in departures:
+        left.setdefault((f.data, f.length), f.ts)
+    mine = [e for e in events if e.direction == name]
+    pairs, offset = match_arrivals(mine, arrivals)
+    frames = tuple(LoggedFrame(e, f.ts, left.get((f.data, f.length))
+                               if seen[f.data, f.length] == 1 else None, dues[id(f)])
+                   for e, f in pairs)
+    return CaptureCheck(frames, len(mine), len(arrivals), offset, threshold_us)

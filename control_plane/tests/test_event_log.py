@@ -177,3 +177,108 @@ def test_experiments_can_reject_runs_that_fail_the_check():
     assert "1 packets released more than 5 ms late (worst 6.0 ms)" in status["error"]
     passing = {"event_log": {"timing": check_timing([event(1)], 5000).as_dict()}}
     assert run._event_check(passing) is None and "status" not in passing
+
+
+def synthetic_cell(count=200, start=1000.25, spacing=0.0004):
+    """A loaded 10 Mbit/s, 20 ms cell seen by the log and by captures: the
+    switch's clock starts at `start` on the capture clock, takes each frame
+    in 20-80 us after its capture, and its log stamps each release 0.3 ms
+    before the frame is captured leaving (1.3 ms for every tenth)."""
+    from linkemu.fidelity import Frame, model_due
+    from linkemu.profile import Direction
+    link = Direction(rate_bps=10e6, delay_us=20_000, queue_packets=1000, overhead_bytes=0)
+    arrivals = [Frame(1001.0 + i * spacing, i.to_bytes(4, "big"), 514) for i in range(count)]
+    dues = model_due(arrivals, link)
+    events, departures = [], []
+    for i, (frame, due) in enumerate(zip(arrivals, dues)):
+        arrival_us = round((frame.ts - start) * 1e6) + 20 + (i * 7) % 61
+        # The switch's model runs the same chain from its own arrival of
+        # the first frame, 20 us later.
+        due_us = round((due - start) * 1e6) + 20
+        late = 0.001 + (i % 13) * 0.0002
+        event_us = due_us + round(late * 1e6)
+        gap = 0.0013 if i % 10 == 0 else 0.0003
+        departures.append(Frame(start + event_us / 1e6 + gap, frame.data, frame.length))
+        events.append(Event("downlink", "released", 5000 + i, 500, arrival_us,
+                            arrival_us, due_us, event_us, 0, 0))
+    return link, arrivals, departures, events
+
+
+def test_events_pair_with_captured_arrivals_in_order_despite_extras_on_either_side():
+    from linkemu.event_log import match_arrivals
+    _, arrivals, _, events = synthetic_cell()
+    # Another host's frame the captures leave out (IPv6 chatter: its own
+    # length), and two frames the switch never took in.
+    extra = Event("downlink", "released", 1, 90, events[50].arrival_us + 150, 0, 0, 0, 0, 0)
+    dropped = {17, 120}
+    logged = [e for i, e in enumerate(events) if i not in dropped] + [extra]
+    pairs, offset = match_arrivals(logged, arrivals)
+    assert len(pairs) == len(events) - len(dropped)
+    assert all(e.seq - 5000 == int.from_bytes(f.data, "big") for e, f in pairs)
+    assert abs(offset - (1000.25 - 20e-6)) < 2e-6   # the least lag, 20 us
+
+
+def test_frames_taken_in_late_together_still_pair_in_order():
+    from linkemu.event_log import match_arrivals
+    _, arrivals, _, events = synthetic_cell(count=200)
+    # The switch was busy: frames 20-119 were taken in at once, 40 ms
+    # after frame 20 came, just after frame 119 came.
+    late = events[119].arrival_us + 5
+    events = [Event(**{**e.__dict__, "arrival_us": late + i}) if 20 <= i < 120 else e
+              for i, e in enumerate(events)]
+    pairs, _ = match_arrivals(events, arrivals)
+    assert len(pairs) == 200
+    assert all(e.seq - 5000 == int.from_bytes(f.data, "big") for e, f in pairs)
+
+
+def test_the_log_is_compared_with_the_captures_frame_by_frame():
+    from linkemu.event_log import against_captures
+    link, arrivals, departures, events = synthetic_cell()
+    lost = departures.pop(33)   # captured coming in, never seen leaving
+    events += [Event("uplink", "released", 1, 500, 1, 1, 1, 99_999_999, 0, 0)]
+    check = against_captures(events, arrivals, departures, link)
+    summary = check.summary()
+    assert summary["events"] == 200 and summary["matched"] == 200
+    assert summary["compared"] == 199
+    assert all(f.departure_s is None for f in check.frames if f.event.seq == 5033)
+    # The captures see what the log does plus the way out: 0.3 ms, 1.3 ms
+    # for one frame in ten, and the 20 us by which the switch's dues are
+    # later.
+    assert abs(summary["difference_p50_ms"] - 0.32) < 0.002
+    assert abs(summary["difference_p99_ms"] - 1.32) < 0.002
+    assert abs(summary["abs_difference_p99_ms"] - 1.32) < 0.002
+    assert abs(summary["log_p50_ms"] - 2.2) < 0.01 and summary["capture_p50_ms"] > 2.4
+    assert summary["over_threshold"] == {"log": 0, "captures": 0, "both": 0}
+    assert summary["consistent"]
+    # Relative to the frame taken in soonest (20 us after its capture):
+    # taken in 0-60 us later than that; the way out 0.3 ms and 20 us.
+    assert 0 <= summary["taken_in_p50_ms"] < 0.061
+    assert abs(summary["to_wire_p50_ms"] - 0.321) < 0.002
+    # The switch's dues are 20 us later, the frame taken in soonest's lag,
+    # which the earliest start counts as none.
+    assert abs(summary["due_later_p50_ms"]) < 0.002
+    assert lost.ts > 0
+
+
+def test_a_log_that_releases_after_the_frame_left_contradicts_the_captures():
+    from linkemu.event_log import against_captures
+    link, arrivals, departures, events = synthetic_cell(count=20)
+    events[5] = Event(**{**events[5].__dict__, "event_us": events[5].event_us + 5000})
+    summary = against_captures(events, arrivals, departures, link).summary()
+    assert not summary["consistent"]
+
+
+def test_overshoots_are_counted_by_each_side_and_by_both():
+    from linkemu.event_log import against_captures
+    link, arrivals, departures, events = synthetic_cell(count=50)
+    # Frame 10 late by 15 ms in both, frame 20 only on its way out.
+    events[10] = Event(**{**events[10].__dict__, "event_us": events[10].due_us + 15_000})
+    departures[10] = Frame_at(departures[10], events[10].event_us, 1000.25 + 0.0003)
+    departures[20] = Frame_at(departures[20], events[20].event_us, 1000.25 + 0.012)
+    summary = against_captures(events, arrivals, departures, link).summary()
+    assert summary["over_threshold"] == {"log": 1, "captures": 2, "both": 1}
+
+
+def Frame_at(frame, event_us, then):
+    from linkemu.fidelity import Frame
+    return Frame(event_us / 1e6 + then, frame.data, frame.length)
