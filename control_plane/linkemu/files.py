@@ -88,8 +88,8 @@ class _Loader(yaml.SafeLoader):
                 if first is not key_node:
                     raise yaml.constructor.ConstructorError(
                         "while reading a mapping", node.start_mark,
-                        f"{shown(key)} is given twice (first on line {first.start_mark.line + 1}); "
-                        "give each key once", key_node.start_mark)
+                        f"{shown(key)} is given twice (first on line "
+                        f"{first.start_mark.line + 1}); give each key once", key_node.start_mark)
         return super().construct_mapping(node, deep)
 
 
