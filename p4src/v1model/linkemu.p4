@@ -335,9 +335,11 @@ control LinkPass(inout headers_t hdr, inout metadata_t meta,
                     defer_share_cost.read(hdr.feature.share_cost, hdr.feature.slot);
                     link_free.read(hdr.pass.free, hdr.link.pkt.dir);
                     class_free.read(hdr.feature.cap_free, hdr.link.pkt.dir);
-                    started_bytes.read(hdr.feature.pos_in, hdr.link.pkt.dir);
-                    block_from.read(hdr.feature.block_pos, hdr.link.pkt.dir);
-                    retx_busy_until.read(hdr.pass.busy_until, hdr.link.pkt.dir);
+                    if (hdr.link.params.send_buffer != 0) {
+                        started_bytes.read(hdr.feature.pos_in, hdr.link.pkt.dir);
+                        block_from.read(hdr.feature.block_pos, hdr.link.pkt.dir);
+                        retx_busy_until.read(hdr.pass.busy_until, hdr.link.pkt.dir);
+                    }
                     best_effort_start.apply(hdr.pass.now, hdr.link.params, hdr.pass.free,
                                             hdr.feature.cap_free, hdr.feature.arrival,
                                             hdr.feature.bytes, hdr.feature.share_cost,
@@ -345,8 +347,13 @@ control LinkPass(inout headers_t hdr, inout metadata_t meta,
                                             hdr.pass.busy_until, hdr.feature.settled,
                                             hdr.feature.start, hdr.feature.leave_us,
                                             hdr.feature.cost);
-                    if (!hdr.feature.settled) {   // an outage, or blocked: time passed unused
-                        link_free.write(hdr.link.pkt.dir, hdr.pass.free);
+                    if (!hdr.feature.settled) {
+                        // An outage, or blocked behind a retransmission: the
+                        // link's time passed unused (every offer pays for
+                        // the test, not the write).
+                        if (hdr.link.params.down == 1 || hdr.link.params.send_buffer != 0) {
+                            link_free.write(hdr.link.pkt.dir, hdr.pass.free);
+                        }
                     } else {
                         next_seq.read(hdr.pass.seq, hdr.link.pkt.dir);
                         defer_seq.write(hdr.feature.slot, hdr.pass.seq);
