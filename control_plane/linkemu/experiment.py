@@ -491,17 +491,8 @@ def _metric(flows):
 def _expectations(section, key, known, workloads, cells):
     """The `expect:` list; each names a cell of `cells` (tcp and workload
     may be left out when the experiment defines one)."""
-    section.known.add(key)
-    if key not in section.data:
-        return ()
-    values = section.data[key]
-    path = section.sub_path(key)
-    if not isinstance(values, list) or not values:
-        section.problem(path, values, "expected a list of expectations")
-        return ()
     expectations = []
-    for i, value in enumerate(values):
-        entry = Section(value, f"{path}[{i}]", section.problems)
+    for entry in section.entries(key, "expected a list of expectations", required=False):
         cell = []
         for axis in AXES:
             one = axis != "profile" and len(known[axis]) == 1

@@ -72,6 +72,19 @@ class Section:
             self.problems.append(f"{self.sub_path(key)}: missing; this section is required")
         return Section(self.data.get(key, {}), self.sub_path(key), self.problems)
 
+    def entries(self, key, expected, required=True):
+        """The Sections of the non-empty list `key`, [] with a problem when it
+        is something else (or absent and required)."""
+        self.known.add(key)
+        if key not in self.data and not required:
+            return []
+        items = self.data.get(key)
+        path = self.sub_path(key)
+        if not isinstance(items, list) or not items:
+            self.problem(path, items, expected)
+            return []
+        return [Section(item, f"{path}[{i}]", self.problems) for i, item in enumerate(items)]
+
     def reject_unknown(self):
         for key in self.data:
             if key not in self.known:

@@ -341,15 +341,8 @@ def _protocol(value):
 def _class_matches(section):
     """The priority section's list of matches; `port` (source or destination)
     gives two."""
-    section.known.add("match")
-    path = section.sub_path("match")
-    items = section.data.get("match")
-    if not isinstance(items, list) or not items:
-        section.problem(path, items, "expected a list of matches, e.g. [{protocol: udp}]")
-        return ()
     matches = []
-    for i, item in enumerate(items):
-        entry = Section(item, f"{path}[{i}]", section.problems)
+    for entry in section.entries("match", "expected a list of matches, e.g. [{protocol: udp}]"):
         dscp = entry.field("dscp", int_in(0, 63, "(DSCP)"))
         protocol = entry.field("protocol", _protocol)
         ports = {key: entry.field(key, int_in(0, 65535, "(port)"))
