@@ -81,16 +81,21 @@ class JitterKeepsOrderTest(JitterTest):
 
 class DelaySpikesTest(JitterTest):
     """A spike adds its length to a frame's delay with its probability: the
-    number of spiked frames stays inside the binomial interval. Frames are
-    spaced wider than a spike, so no frame waits behind a spiked one."""
+    number of spiked frames stays inside the binomial interval and the
+    typical spiked frame is late by the spike's length. Frames are spaced
+    wider than a spike, so no frame waits behind a spiked one."""
 
     def runTest(self):
         count, p = 300, 0.2
         downlink = {"delay": "10ms", "delay_spikes": {"probability": p, "length": "20ms"}}
         delays = np.array(list(self.measure(downlink, count, 0.025, wait=1.0).values()))
-        spiked = delays > 20_000
-        self.assertTrue(np.all(delays[spiked] >= 30_000))
-        self.assertTrue(np.all(delays[~spiked] >= 10_000))
+        # No frame leaves before its due instant, so a spiked frame is one
+        # that took 30 ms or more; the host's own lateness (rarely 10 ms on a
+        # busy machine) is measured by the medians, not by any single frame.
+        self.assertGreaterEqual(delays.min(), 10_000)
+        spiked = delays >= 30_000
+        added = np.median(delays[spiked]) - np.median(delays[~spiked])
+        self.assertAlmostEqual(added, 20_000, delta=2_000, msg="a spike's length")
         low, high = binomial_bounds(count, p)
         self.assertTrue(low <= spiked.sum() <= high,
                         f"{spiked.sum()} of {count} spiked, expected [{low:.0f}, {high:.0f}]")
