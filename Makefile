@@ -7,7 +7,7 @@ P4_SRCS := $(shell find p4src -name '*.p4')
 PROFILE ?= profiles/ethernet.yaml
 FIXED   ?= 1
 MOBILE  ?= 1
-DEBIAN_PACKAGES := python3-venv mininet iperf3 tcpdump ethtool iproute2 iputils-ping
+DEBIAN_PACKAGES := python3-venv mininet iperf3 tcpdump ethtool iproute2 iputils-ping nftables
 P4_TOOLS := tools/install-p4-tools.sh
 
 .PHONY: all setup p4-tools check-tools build run experiment ptf test unit bench bench-tcp clean

@@ -15,7 +15,7 @@ import sys
 from mininet.cli import CLI
 from mininet.log import setLogLevel
 
-from linkemu.bmv2 import GET_TOOLS, missing_tools
+from linkemu.bmv2 import GET_TOOLS, SWITCH_TOOLS, missing_tools
 from linkemu.emunet import BUILD, emulated_link
 from linkemu.link_states import TimelineError, read_timeline, walk
 from linkemu.profile import ProfileError, load_profile
@@ -51,7 +51,7 @@ def main(argv=None):
     if args.script and not os.path.isfile(args.script):
         print(f"{args.script}: no such script", file=sys.stderr)
         return 1
-    missing = missing_tools("simple_switch_grpc", "ethtool")
+    missing = missing_tools(*SWITCH_TOOLS, "ethtool")
     if missing:
         print(f"missing {', '.join(missing)}; BMv2 comes from {GET_TOOLS}", file=sys.stderr)
         return 1

@@ -13,7 +13,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from linkemu.bmv2 import GET_TOOLS, missing_tools
+from linkemu.bmv2 import GET_TOOLS, SWITCH_TOOLS, missing_tools
 from linkemu.testbed import veth_testbed
 
 HERE = Path(__file__).resolve().parent
@@ -26,7 +26,7 @@ from linkemu_base import IDEAL, layout, profile  # noqa: E402
 
 def preconditions():
     """Why the tests cannot run here, or None."""
-    missing = missing_tools("simple_switch_grpc", "ethtool", "ip")
+    missing = missing_tools(*SWITCH_TOOLS, "ethtool", "ip")
     if not PTF.exists():
         missing.append(f"ptf (in {PTF.parent}: run 'make setup')")
     if missing:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from linkemu.bmv2 import missing_tools
+from linkemu.bmv2 import SWITCH_TOOLS, missing_tools
 
 ROOT = Path(__file__).resolve().parent.parent
 # mininet/ has no __init__.py: its modules are imported by name, and the
@@ -20,7 +20,7 @@ for folder in ("mininet", "ptf_tests"):
 
 def needs_mininet(*tools):
     """Skip marker for tests that run Mininet with the switch and `tools`."""
-    missing = missing_tools("simple_switch_grpc", "ethtool", *tools)
+    missing = missing_tools(*SWITCH_TOOLS, "ethtool", *tools)
     reason = None
     if missing:
         reason = f"missing {', '.join(missing)}"

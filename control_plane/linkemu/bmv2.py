@@ -1,4 +1,11 @@
-"""Running simple_switch_grpc: started as a child, stopped by its own PID."""
+"""Running simple_switch_grpc: started as a child, stopped by its own PID.
+
+The switch serves P4Runtime on 127.0.0.1 and BMv2's Thrift runtime (queue
+depths and rates) on a port of its own, which BMv2 binds to every address
+with no option to do otherwise: while the switch runs, an nftables table of
+its own drops every connection to that port that does not come from the
+loopback interface, so only this machine's controller reaches it.
+"""
 
 import os
 import shutil
@@ -8,21 +15,68 @@ import subprocess
 import time
 from pathlib import Path
 
+from .thrift_runtime import SwitchQueues
+
 SWITCH_BINARY = "simple_switch_grpc"
+# Everything a switch needs: the binary (with Thrift), and nft for its guard.
+SWITCH_TOOLS = (SWITCH_BINARY, "nft")
 # P4Runtime packet I/O (clock probes) goes through this port, as linkemu.p4 says.
 CPU_PORT = 255
 GET_TOOLS = "'make p4-tools', see README.md 'P4 tools'"
 
 
 def missing_tools(*tools):
-    """The tools among `tools` that are not on PATH."""
-    return [tool for tool in tools if shutil.which(tool) is None]
+    """The tools among `tools` that are not on PATH, or not as linkemu needs
+    them (a simple_switch_grpc built without Thrift)."""
+    missing = []
+    for tool in tools:
+        path = shutil.which(tool)
+        if path is None:
+            missing.append(tool)
+        elif tool == SWITCH_BINARY and not _links_thrift(path):
+            missing.append(f"{tool} with Thrift ({path} was built without it)")
+    return missing
+
+
+def _links_thrift(binary):
+    try:
+        libraries = subprocess.run(["ldd", binary], capture_output=True, text=True).stdout
+    except OSError:
+        return True   # no ldd to ask: the switch's start says so if it lacks Thrift
+    return "libthrift" in libraries
 
 
 def free_tcp_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def _listening(host, port):
+    with socket.socket() as s:
+        s.settimeout(0.2)
+        return s.connect_ex((host, port)) == 0
+
+
+class LoopbackOnly:
+    """An nftables table that drops TCP connections to `port` from anywhere
+    but the loopback interface, for a server that binds every address."""
+
+    def __init__(self, port):
+        self.port = port
+        self.table = f"linkemu_thrift_{port}"
+
+    def add(self):
+        rules = (f"table inet {self.table} {{\n chain input {{\n"
+                 f"  type filter hook input priority 0; policy accept;\n"
+                 f'  iif != "lo" tcp dport {self.port} drop\n }}\n}}\n')
+        done = subprocess.run(["nft", "-f", "-"], input=rules, capture_output=True, text=True)
+        if done.returncode != 0:
+            raise RuntimeError(f"could not keep Thrift port {self.port} to loopback "
+                               f"(nft: {done.stderr.strip()})")
+
+    def remove(self):
+        subprocess.run(["nft", "delete", "table", "inet", self.table], capture_output=True)
 
 
 class SimpleSwitchGrpc:
@@ -39,45 +93,57 @@ class SimpleSwitchGrpc:
     pinned, 1.3-7.7 ms unpinned, for a 30-packet burst).
     """
 
-    def __init__(self, ports, grpc_port=9559, device_id=0, log_path=None, cpu=None):
+    def __init__(self, ports, grpc_port=9559, device_id=0, log_path=None, cpu=None,
+                 thrift_port=None):
         self.ports = dict(ports)
         cores = sorted(os.sched_getaffinity(0))
         self.cpu = cores[-1] if cpu is None else cpu
+        self.grpc_port = grpc_port
         self.grpc_address = f"127.0.0.1:{grpc_port}"
+        self.thrift_port = thrift_port or free_tcp_port()
         self.device_id = device_id
         self.log_path = Path(log_path or f"/tmp/linkemu-switch-{grpc_port}.log")
+        self.guard = LoopbackOnly(self.thrift_port)
         self.process = None
 
     def command(self):
-        args = [SWITCH_BINARY, "--device-id", str(self.device_id), "--no-p4"]
+        args = [SWITCH_BINARY, "--device-id", str(self.device_id), "--no-p4",
+                "--thrift-port", str(self.thrift_port)]
         for number, name in sorted(self.ports.items()):
             args += ["-i", f"{number}@{name}"]
         return args + ["--", "--grpc-server-addr", self.grpc_address,
                        "--cpu-port", str(CPU_PORT)]
 
     def start(self, timeout=15.0):
-        if self._listening():
-            raise RuntimeError(f"{self.grpc_address} is already taken by another server")
+        for port in (self.grpc_port, self.thrift_port):
+            if _listening("127.0.0.1", port):
+                raise RuntimeError(f"127.0.0.1:{port} is already taken by another server")
+        missing = missing_tools(*SWITCH_TOOLS)
+        if missing:
+            raise RuntimeError(f"missing {', '.join(missing)}; BMv2 comes from {GET_TOOLS}")
+        self.guard.add()   # before the switch listens
         with open(self.log_path, "wb") as log:
             self.process = subprocess.Popen(
                 self.command(), stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
                 preexec_fn=lambda: os.sched_setaffinity(0, {self.cpu}))
         deadline = time.monotonic() + timeout
-        while not self._listening():
+        while not (_listening("127.0.0.1", self.grpc_port) and
+                   _listening("127.0.0.1", self.thrift_port)):
             if self.process.poll() is not None:
-                raise RuntimeError(f"{SWITCH_BINARY} exited with {self.process.returncode}; "
+                code = self.process.returncode
+                self.stop()
+                raise RuntimeError(f"{SWITCH_BINARY} exited with {code}; "
                                    f"see {self.log_path}:\n{self._log_tail()}")
             if time.monotonic() > deadline:
                 self.stop()
-                raise RuntimeError(f"{SWITCH_BINARY} did not open {self.grpc_address} "
-                                   f"within {timeout} s; see {self.log_path}")
+                raise RuntimeError(f"{SWITCH_BINARY} did not open {self.grpc_address} and "
+                                   f"Thrift port {self.thrift_port} within {timeout} s; "
+                                   f"see {self.log_path}")
             time.sleep(0.05)
 
-    def _listening(self):
-        host, port = self.grpc_address.rsplit(":", 1)
-        with socket.socket() as s:
-            s.settimeout(0.2)
-            return s.connect_ex((host, int(port))) == 0
+    def queues(self):
+        """BMv2's egress queues of this switch, over Thrift (a SwitchQueues to close)."""
+        return SwitchQueues(self.thrift_port)
 
     def _log_tail(self, lines=15):
         try:
@@ -100,14 +166,13 @@ class SimpleSwitchGrpc:
         return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
     def stop(self, timeout=5.0):
-        """Stops exactly the process this object started."""
-        if self.process is None or self.process.poll() is not None:
-            self.process = None
-            return
-        self.process.send_signal(signal.SIGTERM)
-        try:
-            self.process.wait(timeout)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
+        """Stops exactly the process this object started, then lifts its guard."""
+        if self.process is not None and self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
         self.process = None
+        self.guard.remove()

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from . import dataplane
-from .bmv2 import GET_TOOLS, missing_tools
+from .bmv2 import GET_TOOLS, SWITCH_TOOLS, missing_tools
 from .dataplane import Port, PortLayout
 from .experiment import ExperimentError, load_experiment
 from .fields import shown
@@ -200,7 +200,7 @@ def _experiment_run(args):
 
     experiment = load_experiment(args.file, short=args.short)
     apps = {f.app for flows in experiment.workloads.values() for f in flows}
-    missing = missing_tools("simple_switch_grpc", "ethtool", "tcpdump",
+    missing = missing_tools(*SWITCH_TOOLS, "ethtool", "tcpdump",
                             *(["iperf3"] if "iperf" in apps else []))
     if missing:
         raise OSError(f"missing {', '.join(missing)}; BMv2 comes from {GET_TOOLS}")
