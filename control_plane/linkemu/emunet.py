@@ -7,6 +7,7 @@ Mininet host (its own network namespace) in 10.0.0.0/8, with checksum
 offload off and the profile's MTU.
 """
 
+import fcntl
 import os
 from contextlib import contextmanager
 from pathlib import Path
@@ -46,6 +47,33 @@ def port_layout(net, fixed):
                       mobile=tuple(port(h) for h in hosts[fixed:]))
 
 
+# One network at a time: Mininet names its hosts, switch and links the same
+# in every network (h1, s1-eth1, ...), so a second would take the first's
+# names and, stopping, remove its links.
+LOCK_PATH = Path("/run/lock/linkemu-network.lock")
+
+
+@contextmanager
+def only_network():
+    """Holds the machine's one linkemu network; refuses if another holds it."""
+    LOCK_PATH.parent.mkdir(parents=True, exist_ok=True)
+    with open(LOCK_PATH, "a+") as lock:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            lock.seek(0)
+            holder = lock.read().strip() or "another process"
+            raise RuntimeError(f"a linkemu network is already up ({holder}): one runs at a "
+                               f"time; stop it first (its lock: {LOCK_PATH})") from None
+        lock.truncate(0)
+        lock.write(f"pid {os.getpid()}\n")
+        lock.flush()
+        try:
+            yield
+        finally:
+            lock.truncate(0)
+
+
 @contextmanager
 def emulated_link(profile, fixed=1, mobile=1, grpc_port=9559, segments=None,
                   record_path=None, rates_path=None, events_path=None, drive=True):
@@ -57,6 +85,13 @@ def emulated_link(profile, fixed=1, mobile=1, grpc_port=9559, segments=None,
     is false and the caller drives with link_drivers())."""
     if fixed < 1 or mobile < 1 or fixed + mobile > 254:
         raise ValueError("need at least one host on each side and at most 254 hosts")
+    with only_network():
+        yield from _emulated_link(profile, fixed, mobile, grpc_port, segments, record_path,
+                                  rates_path, events_path, drive)
+
+
+def _emulated_link(profile, fixed, mobile, grpc_port, segments, record_path, rates_path,
+                   events_path, drive):
     net = Mininet(topo=LinkTopo(fixed=fixed, mobile=mobile), controller=None,
                   switch=lambda name, **kw: LinkemuSwitch(name, grpc_port=grpc_port,
                                                           mtu=profile.mtu, **kw),
