@@ -29,7 +29,7 @@ class LinkemuSwitch(Switch):
                                      log_path=f"/tmp/linkemu-{self.name}.log")
         self.bmv2.start()
         info(f"*** {self.name}: simple_switch_grpc pid {self.bmv2.pid} on "
-             f"{self.bmv2.grpc_address}\n")
+             f"{self.bmv2.grpc_address}, Thrift on 127.0.0.1:{self.bmv2.thrift_port}\n")
 
     def stop(self, deleteIntfs=True):
         if self.bmv2 is not None:
