@@ -35,9 +35,10 @@ check-tools:
 
 # The benchmark's baselines: plain port-to-port forwarding, a bare
 # recirculation hold loop, that loop in a program of linkemu's shape, the
-# least link model, and linkemu's plain arrival in that model's form.
+# bare sleep lanes, the least link model, and linkemu's plain arrival in that
+# model's form.
 BASELINES := $(BUILD)/forward.json $(BUILD)/hold.json $(BUILD)/shape.json \
-             $(BUILD)/minimal_link.json $(BUILD)/plain_arrival.json
+             $(BUILD)/lanes.json $(BUILD)/minimal_link.json $(BUILD)/plain_arrival.json
 
 build: $(BUILD)/linkemu.json $(BASELINES)
 

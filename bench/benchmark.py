@@ -45,17 +45,20 @@ LINKEMU = (BUILD / "linkemu.p4info.txtpb", BUILD / "linkemu.json")
 BASELINE = (BUILD / "forward.p4info.txtpb", BUILD / "forward.json")
 HOLD_BASELINE = (BUILD / "hold.p4info.txtpb", BUILD / "hold.json")
 SHAPE_BASELINE = (BUILD / "shape.p4info.txtpb", BUILD / "shape.json")
+LANES_BASELINE = (BUILD / "lanes.p4info.txtpb", BUILD / "lanes.json")
+LANE_DEPTH = 16384   # frames a lane's queue takes: BMv2 drops a clone to a full one unseen
 MINIMAL_BASELINE = (BUILD / "minimal_link.p4info.txtpb", BUILD / "minimal_link.json")
 PLAIN_BASELINE = (BUILD / "plain_arrival.p4info.txtpb", BUILD / "plain_arrival.json")
 PROGRAMS = {"linkemu": LINKEMU, "forward": BASELINE, "hold": HOLD_BASELINE,
-            "shape": SHAPE_BASELINE, "minimal_link": MINIMAL_BASELINE,
+            "shape": SHAPE_BASELINE, "lanes": LANES_BASELINE, "minimal_link": MINIMAL_BASELINE,
             "plain_arrival": PLAIN_BASELINE}
 MINIMAL_LINK = "MinimalIngress.link"
 PLAIN = "PlainIngress."
 LAYOUT = PortLayout(fixed=(Port(1),), mobile=(Port(2),))
 SIZE = 500
-HELD = (10, 20, 50, 100, 200, 500)   # frames held at once by the hold-loop runs
-HELD_QUICK = HELD[:-1]
+HELD = (10, 20, 50, 100, 200, 500, 1000, 2000)   # frames held at once by the hold runs
+HELD_QUICK = HELD[:5]
+CAPACITY_DELAYS_MS = (20, 160)
 BURST = 500   # frames of the held burst (held_burst), past BMv2's 64 a port
 
 
@@ -427,12 +430,17 @@ class Bench:
         return {"sustained_pps": max(full) if full else 0, "sweep": rows,
                 "saturated": self.saturated_rate()}
 
-    def held_cpu(self):
-        """Switch cores busy while N frames sit held for 2 s, over the second
-        from 0.5 s after the first frame: every frame is in, none has left."""
+    def held_cpu(self, hold_us=0):
+        """Switch cores busy while N frames sit held for 2 s (linkemu: its
+        link's delay; a baseline: `hold_us`, written in each frame), over the
+        second from 0.5 s after the first frame: every frame is in, none has
+        left. N = 0: the switch idle."""
         rows = []
-        for held in (10, 100, 500):
-            self.push(link(delay="2s"))
+        for held in (0, 10, 100, 500, 1000):
+            if self.linkemu:
+                self.push(link(delay="2s"))
+            else:
+                self.wait_until_idle()
             samples = []
 
             def sample():
@@ -440,10 +448,13 @@ class Bench:
                     time.sleep(pause)
                     samples.append((time.monotonic(), self.switch.cpu_seconds()))
 
-            sampler = threading.Thread(target=sample)
-            self.send(f"{held} frames held 2 s", [(i * 0.0002, 200) for i in range(held)],
-                      wait=2.3, at_start=sampler.start)
-            sampler.join()
+            if held:
+                sampler = threading.Thread(target=sample)
+                self.send(f"{held} frames held 2 s", [(i * 0.0002, 200) for i in range(held)],
+                          wait=2.3, at_start=sampler.start, hold_us=hold_us)
+                sampler.join()
+            else:
+                sample()
             (start, cpu_start), (end, cpu_end) = samples
             rows.append({"held": held, "cores": (cpu_end - cpu_start) / (end - start)})
         return rows
@@ -595,8 +606,8 @@ def run_linkemu(quick):
                                 for rate, delay in delay_grid(quick)
                                 for load in ("idle", "loaded")]
             rates = CAPACITY_RATES[::3] if quick else CAPACITY_RATES
-            results["capacity_curve"] = [bench.delay_cell(r, 20, "busy", size=1500)
-                                         for r in rates]
+            results["capacity_curve"] = [bench.delay_cell(r, d, "busy", size=1500)
+                                         for d in CAPACITY_DELAYS_MS for r in rates]
             results["arq"] = bench.arq_holds()
             results["arrivals_among_held"] = bench.arrivals_among_held()
             results["loss"] = bench.loss_fidelity()
@@ -610,6 +621,23 @@ def run_linkemu(quick):
         finally:
             bench.close()
     return results
+
+
+def configure_lanes(queues, source=ROOT / "bench" / "lanes.p4"):
+    """bench/lanes.p4's queues and clone sessions: each lane (its LANE lines:
+    port 452 + 4 J, session J + 1) at one frame per period, the spin port
+    (session 15) and port 2 (session 16), every queue deep enough for every
+    frame held."""
+    lanes = [(int(j), int(period)) for j, period in
+             re.findall(r"^\s*LANE\((\d+), (\d+)\)\s*$", source.read_text(), re.MULTILINE)]
+    for j, period_us in lanes:
+        port = 452 + 4 * j
+        queues.set_depth(port, LANE_DEPTH)
+        queues.set_rate(port, 1_000_000 // period_us)
+        queues.add_mirror(j + 1, port)
+    for session, port in ((15, 448), (16, 2)):
+        queues.set_depth(port, LANE_DEPTH)
+        queues.add_mirror(session, port)
 
 
 def run_baseline(quick):
@@ -641,6 +669,11 @@ def run_baseline(quick):
             results["plain_arrival"] = {"zero_delay": bench.zero_delay_throughput(link())}
             bench.load(HOLD_BASELINE)
             results["hold_floor"] = bench.hold_floor(None)
+            bench.load(LANES_BASELINE)
+            with switch.queues() as queues:
+                configure_lanes(queues)
+            results["lanes"] = {"hold_floor": bench.hold_floor(None),
+                                "held_cpu": bench.held_cpu(hold_us=2_000_000)}
         finally:
             bench.close()
     return results

@@ -34,6 +34,8 @@ def results(logging=False, p99=0.4, held=30, change_p99=1.5, change_early=0.0,
     # The bare loop's p99 is n / 50 ms: within 0.5 ms up to 20 held.
     floor = [{"held": n, "delivered": n, "n": n, "p50_ms": n / 100, "p99_ms": n / 50,
               "max_ms": n / 50} for n in (10, 20, 50, 100, 200)]
+    cpu = [{"held": 0, "cores": 0.001}, {"held": 10, "cores": 0.05},
+           {"held": 1000, "cores": 0.2}]
     return {
         "date": "2026-11-22", "quick": True,
         "machine": {"cpu": "x", "cores": 2, "kernel": "k", "python": "3"},
@@ -44,6 +46,8 @@ def results(logging=False, p99=0.4, held=30, change_p99=1.5, change_early=0.0,
         "baseline": {"latency": {"p50_ms": 0.1, "p99_ms": 0.2, "max_ms": 0.3,
                                  "latencies_ms": [0.1, 0.2]}, "zero_delay": sweep(30000),
                      "hold_floor": floor,
+                     "lanes": {"hold_floor": [{**r, "p99_ms": r["p99_ms"] / 5} for r in floor],
+                               "held_cpu": cpu},
                      "shape": {"saturated": {"offered_pps": 40000, "delivered_pps": 6000},
                                "hold_floor": [{**r, "p99_ms": 3 * r["p99_ms"]} for r in floor]},
                      "minimal_link": {"delay": [cell(64e3, "loaded", 0.3, -0.1, 12),
@@ -53,7 +57,9 @@ def results(logging=False, p99=0.4, held=30, change_p99=1.5, change_early=0.0,
         "linkemu": {
             "delay": [cell(64e3, "idle", p99, held=held), cell(10e6, "loaded", p99, 0.2, held),
                       cell(50e6, "loaded", 9.0, 3.0)],
-            "capacity_curve": [cell(10e6, "busy", 0.8), cell(20e6, "busy", 2.0)],
+            "capacity_curve": [cell(10e6, "busy", 0.8), cell(20e6, "busy", 2.0),
+                               {**cell(10e6, "busy", 0.5), "delay_ms": 160},
+                               {**cell(100e6, "busy", 0.9), "delay_ms": 160}],
             "arq": {"by_retransmissions": {1: {"hold_ms": 700, "n": 3, "p50_ms": 0.3,
                                                "p99_ms": 0.5, "max_ms": 0.5}}},
             "arrivals_among_held": [{"held": 10, "n": 17, "p50_ms": 0.3, "p99_ms": 0.6,
@@ -69,7 +75,8 @@ def results(logging=False, p99=0.4, held=30, change_p99=1.5, change_early=0.0,
                              "early_max_ms": change_early,
                              "driver": {"max_ms": 0.0, "clock_uncertainty_ms": 0.2}},
             "zero_delay": sweep(emu_pps),
-            "held_cpu": [{"held": 10, "cores": 0.6}],
+            "held_cpu": [{"held": 0, "cores": 0.0}, {"held": 10, "cores": 0.1},
+                         {"held": 1000, "cores": 0.6}],
             "hold_floor": [{**r, "p99_ms": 2 * r["p99_ms"],
                             "delivered": r["held"] - (r["held"] == 200)} for r in floor],
             "held_burst": [{"frames": 500, "delivered": 500, "p99_ms": 60.0},
@@ -177,6 +184,28 @@ def test_a_miss_is_set_beside_the_least_link_model_in_the_same_cell():
     assert rate.endswith("; the least link model in the same cell: +0.700 %")
 
 
+def test_capacity_targets_say_how_far_each_is_met():
+    rows = {t: (m, met, n) for t, m, met, n in report.capacity_targets(results())}
+    busy_20 = rows["busy link, 20 ms: p99 <= 1 ms, none lost, up to 100 Mbit/s"]
+    assert busy_20 == ("20 Mbit/s: p99 2.000 ms, 0 lost, 30 held", False,
+                       "met up to 10 Mbit/s")
+    assert rows["busy link, 160 ms: p99 <= 1 ms, none lost, up to 100 Mbit/s"][1:] == (
+        True, "met up to 100 Mbit/s")
+    assert rows["200 frames held 1 s (linkemu): all out, p99 <= 2 ms"][1] is False   # lost one
+    assert rows["200 frames held 1 s (the bare sleep lanes): all out, p99 <= 2 ms"][1] is True
+    cpu = rows["switch CPU with 1000 held far from due <= 0.3 core, idle ~0 (linkemu)"]
+    assert cpu[:2] == ("0.60 core held, 0.000 idle", False)
+    assert rows["switch CPU with 1000 held far from due <= 0.3 core, idle ~0 "
+                "(the bare sleep lanes)"][1] is True
+
+
+def test_a_lost_frame_ends_the_capacity_curve_however_punctual():
+    data = results()
+    data["linkemu"]["capacity_curve"][2]["delivered"] = 9   # 10 Mbit/s, 160 ms
+    assert report.capacity_rate(data, 160) is None
+    assert report.capacity_rate(data, 20) == 10e6
+
+
 def test_held_capacity_is_the_count_before_the_first_miss():
     rows = [{"held": n, "delivered": n, "p99_ms": p99} for n, p99 in ((10, 0.3), (20, 0.6),
                                                                        (50, 0.4))]
@@ -194,14 +223,19 @@ def test_report_folder_is_complete_and_warns_about_logging_builds(tmp_path):
         "capacity_curve.png", "delay_error_cdf.png", "report.json", "report.md"]
     text = (out / "report.md").read_text()
     assert "built with logging macros: these figures are meaningless" in text
-    assert "| 20 Mbit/s | 10 of 10 | 30 | 1.000 | 2.000 | 2.000 |" in text
-    assert "Highest rate with delay p99 error <= 1 ms: 10 Mbit/s" in text
-    # The hold loop: linkemu, the bare loop, the bare loop in linkemu's shape.
-    assert ("| 100 | 1.000 | 4.000 | 2.000 | 0 | 1.000 | 2.000 | 2.000 | 0 | 1.000 | 6.000 | "
-            "2.000 | 0 |" in text)
-    assert "| 200 | 2.000 | 8.000 | 4.000 | 1 | 2.000 | 4.000 |" in text   # linkemu lost one
-    assert ("Most frames held at once with release error p99 <= 0.5 ms: linkemu 10, the bare "
-            "loop 20, the bare loop in linkemu's shape 0." in text)
+    assert "| 20 Mbit/s | 20 ms | 10 of 10 | 30 | 1.000 | 2.000 | 2.000 |" in text
+    assert ("Highest rate with 20 ms, every frame delivered and delay p99 error <= 1 ms at "
+            "it and below: 10 Mbit/s." in text)
+    assert ("Highest rate with 160 ms, every frame delivered and delay p99 error <= 1 ms at "
+            "it and below: 100 Mbit/s." in text)
+    # The hold: linkemu, the bare sleep lanes, the recirculation loop alone and in
+    # linkemu's shape.
+    assert ("| 100 | 1.000 | 4.000 | 2.000 | 0 | 1.000 | 0.400 | 2.000 | 0 | 1.000 | 2.000 | "
+            "2.000 | 0 | 1.000 | 6.000 | 2.000 | 0 |" in text)
+    assert "| 200 | 2.000 | 8.000 | 4.000 | 1 | 2.000 | 0.800 |" in text   # linkemu lost one
+    assert ("Most frames held at once with release error p99 <= 0.5 ms: linkemu 10, the sleep "
+            "lanes 100, the recirculation loop 20, in linkemu's shape 0." in text)
+    assert "| 1000 | 0.600 | 0.200 |" in text   # cores with 1000 held
     assert "| 10 Mbit/s | 20 ms | loaded | 10 | 30 | 0.200 | 0.400 |" in text
     assert "| plain forwarding | 40000 | 30000 |" in text   # saturated
     assert "| linkemu's shape (bench/shape.p4) | 40000 | 6000 |" in text

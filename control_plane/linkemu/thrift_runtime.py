@@ -67,6 +67,14 @@ class SwitchQueues:
             self._status("set_egress_priority_queue_rate",
                          (TType.I32, port), (TType.I32, priority), (TType.I64, frames_per_s))
 
+    def add_mirror(self, session, port):
+        """Clones to `session` go to `port`'s egress queue directly (priority
+        0), not through a multicast group as a P4Runtime clone session's do."""
+        _check("session", session, 1, 32767)
+        _check("port", port, 0, MAX_PORT)
+        self._call("mirroring_session_add", (TType.I32, session),
+                   (TType.STRUCT, [(TType.I32, port)]))   # MirroringSessionConfig.port
+
     def elapsed_us(self):
         """Microseconds since the switch started: its data-plane clock."""
         return self._call("get_time_elapsed_us")
@@ -83,13 +91,7 @@ class SwitchQueues:
         self._seq += 1
         try:
             protocol.writeMessageBegin(method, TMessageType.CALL, self._seq)
-            protocol.writeStructBegin(f"{method}_args")
-            for number, (kind, value) in enumerate(args, 1):
-                protocol.writeFieldBegin(f"arg{number}", kind, number)
-                {TType.I32: protocol.writeI32, TType.I64: protocol.writeI64}[kind](value)
-                protocol.writeFieldEnd()
-            protocol.writeFieldStop()
-            protocol.writeStructEnd()
+            self._write_fields(f"{method}_args", args)
             protocol.writeMessageEnd()
             self._transport.flush()
             _, kind, _ = protocol.readMessageBegin()
@@ -108,6 +110,8 @@ class SwitchQueues:
                     result = protocol.readI32()
                 elif number == 0 and kind == TType.I64:
                     result = protocol.readI64()
+                elif number != 0 and kind == TType.STRUCT:   # the call's declared exception
+                    raise ThriftError(f"{method}: refused by the switch")
                 else:
                     protocol.skip(kind)
                 protocol.readFieldEnd()
@@ -116,6 +120,21 @@ class SwitchQueues:
             return result
         except TException as err:
             raise ThriftError(f"{method}: {err}") from err
+
+    def _write_fields(self, name, fields):
+        """A struct of (TType, value) fields numbered from 1; a STRUCT's value
+        is its own list of fields."""
+        protocol = self._protocol
+        protocol.writeStructBegin(name)
+        for number, (kind, value) in enumerate(fields, 1):
+            protocol.writeFieldBegin(f"field{number}", kind, number)
+            if kind == TType.STRUCT:
+                self._write_fields(f"{name}.{number}", value)
+            else:
+                {TType.I32: protocol.writeI32, TType.I64: protocol.writeI64}[kind](value)
+            protocol.writeFieldEnd()
+        protocol.writeFieldStop()
+        protocol.writeStructEnd()
 
 
 def _check(what, value, low, high):

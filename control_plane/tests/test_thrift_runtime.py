@@ -30,16 +30,7 @@ class FakeSwitch(threading.Thread):
         try:
             while True:
                 name, _, seq = protocol.readMessageBegin()
-                args = {}
-                protocol.readStructBegin()
-                while True:
-                    _, kind, number = protocol.readFieldBegin()
-                    if kind == TType.STOP:
-                        break
-                    args[number] = (kind, {TType.I32: protocol.readI32,
-                                           TType.I64: protocol.readI64}[kind]())
-                    protocol.readFieldEnd()
-                protocol.readStructEnd()
+                args = read_struct(protocol)
                 protocol.readMessageEnd()
                 self.calls.append((name, args))
                 kind, value = self.reply(name, args)
@@ -60,6 +51,21 @@ class FakeSwitch(threading.Thread):
             client.close()
 
 
+def read_struct(protocol):
+    """{field number: (TType, value)}; a struct's value is its own dict."""
+    fields = {}
+    protocol.readStructBegin()
+    while True:
+        _, kind, number = protocol.readFieldBegin()
+        if kind == TType.STOP:
+            break
+        fields[number] = (kind, read_struct(protocol) if kind == TType.STRUCT else
+                          {TType.I32: protocol.readI32, TType.I64: protocol.readI64}[kind]())
+        protocol.readFieldEnd()
+    protocol.readStructEnd()
+    return fields
+
+
 def serve(reply):
     switch = FakeSwitch(reply)
     switch.start()
@@ -74,6 +80,7 @@ def test_calls_name_the_service_and_number_their_arguments():
         queues.set_depth(449, 100, priority=3)
         queues.set_rate(452, 10_000)
         queues.set_rate(453, 8333, priority=1)
+        queues.add_mirror(15, 448)
         assert queues.elapsed_us() == 1234
     assert switch.calls == [
         ("simple_switch:set_egress_queue_depth", {1: (TType.I32, 448), 2: (TType.I32, 4096)}),
@@ -82,6 +89,8 @@ def test_calls_name_the_service_and_number_their_arguments():
         ("simple_switch:set_egress_queue_rate", {1: (TType.I32, 452), 2: (TType.I64, 10_000)}),
         ("simple_switch:set_egress_priority_queue_rate",
          {1: (TType.I32, 453), 2: (TType.I32, 1), 3: (TType.I64, 8333)}),
+        ("simple_switch:mirroring_session_add",   # MirroringSessionConfig{1: port}
+         {1: (TType.I32, 15), 2: (TType.STRUCT, {1: (TType.I32, 448)})}),
         ("simple_switch:get_time_elapsed_us", {}),
     ]
 
