@@ -34,10 +34,11 @@ ETH_HEADER = dataplane.ETH_HEADER_BYTES
 # Release tolerance: measured from the test's own send to its own receive
 # (kernel timestamps), so it includes BMv2's forwarding latency (~0.4 ms) and
 # the hold loop's turn with some 40 frames held (BMv2 builds and machines
-# differ: 1.2-1.7 ms at p90 measured here); these bounds catch a wrong
-# mechanism, the benchmark measures the figures. 10 ms is the overshoot at
-# which the studies' emulator discarded a run.
-P90_LATE_S = 0.0025
+# differ: 1.2-1.7 ms at p90 measured here on a quiet day, 3.1-4.0 ms on the
+# slow one of 2026-11-25, when plain forwarding took half its usual rate);
+# these bounds catch a wrong mechanism, the benchmark measures the figures.
+# 10 ms is the overshoot at which the studies' emulator discarded a run.
+P90_LATE_S = 0.005
 MAX_LATE_S = 0.010
 IDEAL = {"downlink": {"rate": "unlimited"}, "uplink": {"rate": "unlimited"}}
 
