@@ -1,6 +1,8 @@
 """mininet/run.py: a script runs non-interactively, and teardown removes
-exactly what the launcher made, on normal exit and on Ctrl-C."""
+exactly what the launcher made, on normal exit, on Ctrl-C and when the
+switch dies under it."""
 
+import os
 import re
 import signal
 import subprocess
@@ -73,3 +75,24 @@ def test_bad_profile_starts_nothing(tmp_path):
     assert "downlink.rate: '64kbps'" in run.stderr
     assert "s1-eth" not in subprocess.run(["ip", "-o", "link"], capture_output=True,
                                           text=True).stdout
+
+
+def test_a_dead_switch_ends_the_launch_and_says_so(tmp_path):
+    run = launch("h1 sleep 60\n", tmp_path, free_tcp_port())
+    deadline = time.monotonic() + 60
+    output = ""
+    while "Starting CLI" not in output and time.monotonic() < deadline:
+        output += run.stdout.readline()
+    pid = int(re.search(r"simple_switch_grpc pid (\d+)", output).group(1))
+    os.kill(pid, signal.SIGKILL)
+    killed = time.monotonic()
+    noticed = None
+    for line in run.stdout:
+        output += line
+        if noticed is None and "stopping the network" in line:
+            noticed = time.monotonic() - killed
+    run.wait(timeout=60)
+    assert run.returncode == 1, output
+    assert f"pid {pid}) exited with code -9" in output, output
+    assert noticed is not None and noticed < 1.5, f"noticed after {noticed} s"
+    assert_torn_down(output)

@@ -9,6 +9,9 @@ offload off and the profile's MTU.
 
 import fcntl
 import os
+import signal
+import sys
+import threading
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -74,6 +77,51 @@ def only_network():
             lock.truncate(0)
 
 
+class SwitchDied(RuntimeError):
+    """The network's switch process exited while the network was up."""
+
+
+_deaths = []   # what the watch found, for the main thread's SIGUSR1 handler
+
+
+def _raise_switch_died(signum, frame):
+    if _deaths:
+        raise SwitchDied(_deaths.pop())
+
+
+@contextmanager
+def watched(bmv2, interval_s=0.2):
+    """Within `interval_s` of the switch process exiting, SwitchDied is raised
+    in the main thread, whatever it waits on (a signal interrupts it), so the
+    network comes down at once. Only the main thread takes signals: from any
+    other, nothing is watched."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    signal.signal(signal.SIGUSR1, _raise_switch_died)
+    process, stop = bmv2.process, threading.Event()
+
+    def watch():
+        while not stop.wait(interval_s):
+            code = process.poll()
+            if code is not None:
+                death = (f"the switch (simple_switch_grpc, pid {process.pid}) exited with "
+                         f"code {code}; its log: {bmv2.log_path}")
+                print(f"*** {death}: stopping the network", file=sys.stderr, flush=True)
+                _deaths.append(death)
+                signal.pthread_kill(threading.main_thread().ident, signal.SIGUSR1)
+                return
+
+    thread = threading.Thread(target=watch, name="switch-watch", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join()
+        _deaths.clear()
+
+
 @contextmanager
 def emulated_link(profile, fixed=1, mobile=1, grpc_port=9559, segments=None,
                   record_path=None, rates_path=None, events_path=None, drive=True):
@@ -81,8 +129,9 @@ def emulated_link(profile, fixed=1, mobile=1, grpc_port=9559, segments=None,
     walking (drawn from the profile's seed, or `segments` when given,
     recorded to `record_path`), its rate changing over time (recorded to
     `rates_path`) and, with `events_path`, every packet's fate logged there;
-    stops all of it on exit. The drivers are `net.drivers` (none when `drive`
-    is false and the caller drives with link_drivers())."""
+    stops all of it on exit, and on SwitchDied (see watched). The drivers are
+    `net.drivers` (none when `drive` is false and the caller drives with
+    link_drivers())."""
     if fixed < 1 or mobile < 1 or fixed + mobile > 254:
         raise ValueError("need at least one host on each side and at most 254 hosts")
     with only_network():
@@ -108,13 +157,14 @@ def _emulated_link(profile, fixed, mobile, grpc_port, segments, record_path, rat
         with Switch(f"127.0.0.1:{grpc_port}") as controller:
             dataplane.install(controller, BUILD / "linkemu.p4info.txtpb",
                               BUILD / "linkemu.json", port_layout(net, fixed), profile)
-        if not drive:
-            net.drivers = []
-            yield net
-            return
-        with link_drivers(profile, grpc_port, segments, record_path, rates_path,
-                          events_path) as net.drivers:
-            yield net
+        with watched(s1.bmv2):
+            if not drive:
+                net.drivers = []
+                yield net
+                return
+            with link_drivers(profile, grpc_port, segments, record_path, rates_path,
+                              events_path) as net.drivers:
+                yield net
     finally:
         net.stop()
 

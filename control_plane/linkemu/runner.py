@@ -22,7 +22,7 @@ from pathlib import Path
 from . import dataplane, plots, results, run_metrics, tcp_config
 from .bmv2 import free_tcp_port
 from .capture import Capture
-from .emunet import emulated_link, link_drivers
+from .emunet import SwitchDied, emulated_link, link_drivers
 from .link_states import walk
 from .p4runtime import Switch
 from .queue_monitor import QueueMonitor
@@ -78,14 +78,28 @@ def run_batch(experiment, out_dir, source_text):
         print(f"{out_dir}: all {len(runs)} runs are done", file=sys.stderr)
     for profile_name, group in groupby(pending, key=lambda r: r.profile):
         profile = experiment.profiles[profile_name]
-        grpc_port = free_tcp_port()
-        with emulated_link(profile, experiment.fixed, experiment.mobile, grpc_port,
-                           drive=False) as net:
-            net.staticArp()  # no ARP exchange over the slow link inside a run
-            with Switch(f"127.0.0.1:{grpc_port}") as switch:
-                for run in group:
-                    ok = RunOnce(experiment, run, net, switch, grpc_port, out_dir).execute()
-                    progress.update(run.run_id, ok)
+        left = list(group)
+        while left:   # a switch that dies fails its run; the rest go on with a new one
+            once = None
+            try:
+                grpc_port = free_tcp_port()
+                with emulated_link(profile, experiment.fixed, experiment.mobile, grpc_port,
+                                   drive=False) as net:
+                    net.staticArp()  # no ARP exchange over the slow link inside a run
+                    with Switch(f"127.0.0.1:{grpc_port}") as switch:
+                        while left:
+                            once = RunOnce(experiment, left.pop(0), net, switch, grpc_port,
+                                           out_dir)
+                            ok = once.execute()
+                            progress.update(once.run.run_id, ok)
+                            once = None
+            except SwitchDied as err:
+                if once is None:
+                    raise   # between runs, where nothing can have failed: never
+                once.fail(str(err))
+                progress.update(once.run.run_id, False)
+                print(f"{once.run.run_id}: {err}; the batch goes on with a new switch",
+                      file=sys.stderr, flush=True)
         results.write_summary(experiment, out_dir)
     results.write_summary(experiment, out_dir)
     return results.count(out_dir, runs)
@@ -134,6 +148,11 @@ class RunOnce:
                     pcap.unlink()
         results.commit_run(self.out_dir, self.run, self.work, metrics)
         return status["status"] == "ok"
+
+    def fail(self, error):
+        """Records the run failed with `error`, its measurement cut short."""
+        results.commit_run(self.out_dir, self.run, self.work,
+                           {"run": asdict(self.run), "status": "failed", "error": error})
 
     def _event_check(self, metrics):
         """A failed status when the experiment rejects runs whose event log

@@ -1,6 +1,7 @@
 """A run's wait for the switch to empty, on counters made by hand, and the
 command lines it gives the clients."""
 
+from contextlib import contextmanager, nullcontext
 from types import SimpleNamespace
 
 import pytest
@@ -33,3 +34,40 @@ def test_http_client_is_given_the_flows_page_settings(tmp_path):
     parsed = apps.build_parser().parse_args(args[len(runner.APPS):])
     assert (parsed.page, parsed.http, parsed.parallel, parsed.inline, parsed.port) == \
         ("m+8m", "1.0", 3, "main-complete", runner.FIRST_PORT)
+
+
+def test_a_dead_switch_fails_its_run_and_the_batch_goes_on_with_a_new_one(monkeypatch,
+                                                                            tmp_path):
+    runs = [SimpleNamespace(profile="p", run_id=f"r{i}") for i in range(4)]
+    experiment = SimpleNamespace(runs=lambda: runs, profiles={"p": None}, fixed=1, mobile=1)
+    networks, done, failed = [], [], []
+
+    @contextmanager
+    def network(*args, **kwargs):
+        networks.append(args)
+        yield SimpleNamespace(staticArp=lambda: None)
+
+    class Once:
+        def __init__(self, experiment, run, net, switch, grpc_port, out_dir):
+            self.run = run
+
+        def execute(self):
+            if self.run.run_id == "r1" and len(networks) == 1:
+                raise runner.SwitchDied("the switch exited with code -9")
+            done.append(self.run.run_id)
+            return True
+
+        def fail(self, error):
+            failed.append((self.run.run_id, error))
+
+    monkeypatch.setattr(runner, "emulated_link", network)
+    monkeypatch.setattr(runner, "Switch", lambda address: nullcontext())
+    monkeypatch.setattr(runner, "RunOnce", Once)
+    for name in ("prepare", "write_summary"):
+        monkeypatch.setattr(runner.results, name, lambda *args: None)
+    monkeypatch.setattr(runner.results, "is_complete", lambda out, run: False)
+    monkeypatch.setattr(runner.results, "count", lambda out, runs: (len(done), len(failed)))
+    assert runner.run_batch(experiment, tmp_path, "") == (3, 1)
+    assert failed == [("r1", "the switch exited with code -9")]
+    assert done == ["r0", "r2", "r3"]
+    assert len(networks) == 2   # a new switch for the runs after the dead one
