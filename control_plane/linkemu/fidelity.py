@@ -49,6 +49,9 @@ def _ceil_us(q):
     return -(-q // ONE)
 
 
+L4_HEADER_BYTES = 8   # l4_h: the ports and one word; a frame cut shorter has no ports
+
+
 def frame_fields(data):
     """(dscp, protocol, src port, dst port) of an Ethernet frame, as the
     parser sees them; None for what it does not parse."""
@@ -61,7 +64,7 @@ def frame_fields(data):
         dscp, protocol, l4 = ((data[14] & 0x0f) << 2) | (data[15] >> 6), data[20], 54
     else:
         return None, None, None, None
-    if l4 is None or protocol not in (6, 17) or len(data) < l4 + 4:
+    if l4 is None or protocol not in (6, 17) or len(data) < l4 + L4_HEADER_BYTES:
         return dscp, protocol, None, None
     return (dscp, protocol, int.from_bytes(data[l4:l4 + 2], "big"),
             int.from_bytes(data[l4 + 2:l4 + 4], "big"))

@@ -57,7 +57,7 @@ def udp(dport, length=500, tag=0, dscp=0):
 
 
 def test_frame_fields_as_the_parser_sees_them():
-    from scapy.layers.inet import IP, TCP
+    from scapy.layers.inet import IP, TCP, UDP
     from scapy.layers.inet6 import IPv6
     from scapy.layers.l2 import ARP, Ether
     assert frame_fields(udp(9, dscp=46)) == (46, 17, 40000, 9)
@@ -66,6 +66,11 @@ def test_frame_fields_as_the_parser_sees_them():
     assert frame_fields(bytes(Ether() / IP(options=b"\x01" * 4) / TCP())) == (0, 6, None, None)
     assert frame_fields(bytes(Ether() / IP(frag=10, proto=17) / (b"x" * 8))) == (0, 17, None, None)
     assert frame_fields(bytes(Ether() / ARP())) == (None, None, None, None)
+    # Cut short: the parser extracts 8 bytes of TCP or UDP header, or none.
+    whole = bytes(Ether() / IP() / UDP(sport=1, dport=2))
+    assert frame_fields(whole) == (0, 17, 1, 2)
+    assert frame_fields(whole[:-1]) == (0, 17, None, None)
+    assert frame_fields(whole[:33]) == (None, None, None, None)   # no whole IPv4 header
 
 
 def split_link(queue=10, priority_queue=10, **shares):
