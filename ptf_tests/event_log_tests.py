@@ -59,7 +59,9 @@ class EventLogTest(LinkemuTest):
               f"time through log - capture ms: median {np.median(through) * 1e3:.3f}, "
               f"p1 {np.quantile(through, 0.01) * 1e3:.3f}, "
               f"p99 {np.quantile(through, 0.99) * 1e3:.3f}")
-        self.assertLess(np.quantile(abs(spacing), 0.99), 0.001)
+        # (BMv2 takes a frame in from its port up to 1.4 ms late on a slow
+        # day of this machine: 2026-11-25; a wrong clock is off by far more.)
+        self.assertLess(np.quantile(abs(spacing), 0.99), 0.002)
         # The capture adds the veths and the switch's egress to the log's
         # time through; the log never claims a frame left after it arrived.
         self.assertLess(np.quantile(abs(through), 0.99), 0.002)
