@@ -35,6 +35,10 @@ def assert_torn_down(output):
     assert not Path(f"/proc/{pid}").exists(), "the switch process survived"
     links = subprocess.run(["ip", "-o", "link"], capture_output=True, text=True).stdout
     assert "s1-eth" not in links, "switch interfaces survived"
+    thrift = re.search(r"Thrift on 127.0.0.1:(\d+)", output).group(1)
+    tables = subprocess.run(["nft", "list", "tables"], capture_output=True, text=True).stdout
+    assert f"linkemu_thrift_{thrift}" not in tables, "the Thrift guard survived"
+    assert "Traceback" not in output, output
 
 
 def test_script_runs_and_everything_is_removed(tmp_path):

@@ -166,6 +166,12 @@ def _emulated_link(profile, fixed, mobile, grpc_port, segments, record_path, rat
                               events_path) as net.drivers:
                 yield net
     finally:
+        # A host command the network's end cut short (a dead switch) leaves
+        # its shell waiting, and Mininet's teardown would stop at that host.
+        for host in net.hosts:
+            if host.shell and host.waiting:
+                host.sendInt()
+                host.waitOutput()
         net.stop()
 
 
