@@ -30,6 +30,15 @@ def launch(script, tmp_path, grpc_port):
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
 
 
+def until_cli(run):
+    """The launcher's output up to its CLI's start (60 s at most)."""
+    deadline = time.monotonic() + 60
+    output = ""
+    while "Starting CLI" not in output and time.monotonic() < deadline:
+        output += run.stdout.readline()
+    return output
+
+
 def assert_torn_down(output):
     pid = int(re.search(r"simple_switch_grpc pid (\d+)", output).group(1))
     assert not Path(f"/proc/{pid}").exists(), "the switch process survived"
@@ -60,10 +69,7 @@ def test_script_runs_and_everything_is_removed(tmp_path):
 
 def test_ctrl_c_tears_down(tmp_path):
     run = launch("h1 sleep 60\n", tmp_path, free_tcp_port())
-    deadline = time.monotonic() + 60
-    output = ""
-    while "Starting CLI" not in output and time.monotonic() < deadline:
-        output += run.stdout.readline()
+    output = until_cli(run)
     time.sleep(1)
     run.send_signal(signal.SIGINT)
     rest, _ = run.communicate(timeout=60)
@@ -83,10 +89,7 @@ def test_bad_profile_starts_nothing(tmp_path):
 
 def test_a_dead_switch_ends_the_launch_and_says_so(tmp_path):
     run = launch("h1 sleep 60\n", tmp_path, free_tcp_port())
-    deadline = time.monotonic() + 60
-    output = ""
-    while "Starting CLI" not in output and time.monotonic() < deadline:
-        output += run.stdout.readline()
+    output = until_cli(run)
     pid = int(re.search(r"simple_switch_grpc pid (\d+)", output).group(1))
     os.kill(pid, signal.SIGKILL)
     killed = time.monotonic()

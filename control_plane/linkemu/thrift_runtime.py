@@ -47,25 +47,24 @@ class SwitchQueues:
 
     def set_depth(self, port, frames, priority=None):
         """Frames the egress queue of `port` (all its priorities, or one) holds."""
-        _check("port", port, 0, MAX_PORT)
         _check("depth", frames, 1, 2**31 - 1)
-        if priority is None:
-            self._status("set_egress_queue_depth", (TType.I32, port), (TType.I32, frames))
-        else:
-            _check("priority", priority, 0, MAX_PRIORITY)
-            self._status("set_egress_priority_queue_depth",
-                         (TType.I32, port), (TType.I32, priority), (TType.I32, frames))
+        self._set_queue("depth", port, priority, (TType.I32, frames))
 
     def set_rate(self, port, frames_per_s, priority=None):
         """The most frames a second the egress queue of `port` sends (0: no limit)."""
-        _check("port", port, 0, MAX_PORT)
         _check("rate", frames_per_s, 0, 2**63 - 1)
+        self._set_queue("rate", port, priority, (TType.I64, frames_per_s))
+
+    def _set_queue(self, what, port, priority, value):
+        """set_egress_queue_WHAT for a port, or set_egress_priority_queue_WHAT
+        for one of its priorities."""
+        _check("port", port, 0, MAX_PORT)
         if priority is None:
-            self._status("set_egress_queue_rate", (TType.I32, port), (TType.I64, frames_per_s))
+            self._status(f"set_egress_queue_{what}", (TType.I32, port), value)
         else:
             _check("priority", priority, 0, MAX_PRIORITY)
-            self._status("set_egress_priority_queue_rate",
-                         (TType.I32, port), (TType.I32, priority), (TType.I64, frames_per_s))
+            self._status(f"set_egress_priority_queue_{what}",
+                         (TType.I32, port), (TType.I32, priority), value)
 
     def add_mirror(self, session, port):
         """Clones to `session` go to `port`'s egress queue directly (priority
