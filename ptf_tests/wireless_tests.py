@@ -310,7 +310,8 @@ class ClockProbeTest(LinkemuTest):
 
 class DriverSurvivesPushTest(LinkemuTest):
     """A running state driver takes the switch back after another client
-    (as `linkemu push` does) has pushed a profile in the middle of its walk."""
+    (as `linkemu push` does) has pushed a profile in the middle of its walk,
+    or has taken over while the driver measures the switch's clock."""
 
     def runTest(self):
         static = {"distribution": "static", "value": "200ms"}
@@ -329,6 +330,13 @@ class DriverSurvivesPushTest(LinkemuTest):
             thread.join()
         self.assertIsNone(driver.error)
         self.assertEqual(driver.latency_summary()["changes"], 10)
+
+        # The switch answers probes to its primary client only.
+        with Switch(self.switch.address) as own, Switch(self.switch.address):
+            displaced = own.election_id.low
+            clock = switch_clock.measure(own)
+            self.assertGreater(own.election_id.low, displaced, "the first probe was not lost")
+            self.assertLess(clock.uncertainty_s, 0.005)
 
 
 class LossModelTest(LinkemuTest):

@@ -339,8 +339,13 @@ class Switch:
             except grpc.RpcError as err:
                 if err.code() != grpc.StatusCode.PERMISSION_DENIED or attempt == 2:
                     raise P4RuntimeError(_describe_rpc_error(err)) from None
-            self.election_id = p4runtime_pb2.Uint128(high=0, low=time.time_ns() // 1000)
-            self._become_primary()
+            self.take_back()
+
+    def take_back(self):
+        """Becomes primary again, with a newer election id than any client
+        that took over since this one connected."""
+        self.election_id = p4runtime_pb2.Uint128(high=0, low=time.time_ns() // 1000)
+        self._become_primary()
 
     def read(self, entity):
         request = p4runtime_pb2.ReadRequest(device_id=self.device_id)

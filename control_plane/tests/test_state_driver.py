@@ -12,22 +12,29 @@ from linkemu.switch_clock import ProbeSample, SwitchClock
 
 class ClockedSwitch:
     """Answers clock probes as linkemu's pipeline does, on a clock that
-    started `age_s` ago, after `stray` unrelated packet-ins; records writes."""
+    started `age_s` ago, after `stray` unrelated packet-ins; records writes.
+    With `primary` False another client gets the answers until take_back()."""
 
     address = "fake:0"
 
-    def __init__(self, age_s=1000.0, answers=True, stray=0):
+    def __init__(self, age_s=1000.0, answers=True, stray=0, primary=True):
         self.start = time.time() - age_s
         self.answers = answers
         self.stray = stray
+        self.primary = primary
+        self.taken_back = 0
         self.sent = []
         self.written = []
+
+    def take_back(self):
+        self.taken_back += 1
+        self.primary = True
 
     def send_packet(self, payload):
         self.sent.append(payload)
 
     def next_packet_in(self, timeout):
-        if not self.answers:
+        if not (self.answers and self.primary):
             return None
         now = time.time()
         if self.stray:
@@ -81,6 +88,15 @@ def test_measure_names_a_switch_that_sends_nothing_back(monkeypatch):
     monkeypatch.setattr(switch_clock, "PROBE_TIMEOUT_S", 0.01)
     with pytest.raises(P4RuntimeError, match="fake:0 sent no clock probe back.*--cpu-port 255"):
         switch_clock.measure(ClockedSwitch(answers=False))
+
+
+def test_measure_takes_the_switch_back_from_another_client(monkeypatch):
+    monkeypatch.setattr(switch_clock, "PROBE_TIMEOUT_S", 0.01)
+    switch = ClockedSwitch(primary=False)
+    clock = switch_clock.measure(switch)
+    assert switch.taken_back == 1
+    assert switch.sent[0] == switch.sent[1]   # the lost probe, sent again
+    assert abs(clock.start_unix - switch.start) <= clock.uncertainty_s + 1e-6
 
 
 def test_link_state_entries_carry_the_change_and_its_instant():
