@@ -166,9 +166,8 @@ class LivePushTest(LinkemuTest):
         self.assertLess(sent[-1].ts - sent[0].ts,
                         serialization_s(frame_len, rate_bps) * (count - 1) / 2)
         self.assertEqual(len(received), count)
-        # In full PTF runs of 2026-11-25 every frame here came 3-5.6 ms late,
-        # alike (0.6-1.7 ms when this test runs alone): a cause not found yet,
-        # which a later frame's due instant does not move. Within 10 ms.
+        # 40 frames held at once, on a port's worth of rate: in busy full PTF
+        # runs the most late of them took 3-12 ms (0.6-2.3 ms run alone).
         self.assert_on_time(sent, received, link, p90_late_s=MAX_LATE_S)
         return departure_pace(received)
 
