@@ -26,7 +26,7 @@ from pathlib import Path
 
 from scipy import stats
 
-from linkemu import dataplane
+from linkemu import dataplane, leftovers
 from linkemu.dataplane import Port, PortLayout
 from linkemu.event_log import EventRecorder, against_captures, check_timing, read_events
 from linkemu.fidelity import compare, loss_bursts
@@ -686,6 +686,7 @@ def main(argv=None):
     parser.add_argument("--quick", action="store_true", help="fewer cells and frames")
     parser.add_argument("--out", help="results folder (default results/bench-DATE)")
     args = parser.parse_args(argv)
+    leftovers.exit_on_termination()
     for path in (path for paths in PROGRAMS.values() for path in paths):
         if not path.exists():
             print(f"{path} is missing: run 'make build'", file=sys.stderr)

@@ -15,7 +15,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from linkemu import dataplane
+from linkemu import dataplane, leftovers
 from linkemu.bmv2 import free_tcp_port
 from linkemu.capture import Capture
 from linkemu.emunet import emulated_link
@@ -62,6 +62,7 @@ def main(argv=None):
     parser.add_argument("--profile", action="append", required=True)
     parser.add_argument("--seconds", type=int, default=20)
     args = parser.parse_args(argv)
+    leftovers.exit_on_termination()
     for profile in args.profile:
         with tempfile.TemporaryDirectory() as workdir:
             print(json.dumps(measure(profile, args.seconds, workdir), indent=1))

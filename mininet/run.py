@@ -15,6 +15,7 @@ import sys
 from mininet.cli import CLI
 from mininet.log import setLogLevel
 
+from linkemu import leftovers
 from linkemu.bmv2 import GET_TOOLS, SWITCH_TOOLS, missing_tools
 from linkemu.emunet import BUILD, emulated_link
 from linkemu.link_states import TimelineError, read_timeline, walk
@@ -37,6 +38,7 @@ def main(argv=None):
     parser.add_argument("--grpc-port", type=int, default=9559,
                         help="P4Runtime port on 127.0.0.1 (default %(default)s)")
     args = parser.parse_args(argv)
+    leftovers.exit_on_termination()
 
     try:
         profile = load_profile(args.profile)

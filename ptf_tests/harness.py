@@ -13,6 +13,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from linkemu import leftovers
 from linkemu.bmv2 import GET_TOOLS, SWITCH_TOOLS, missing_tools
 from linkemu.testbed import veth_testbed
 
@@ -43,6 +44,7 @@ def main(argv=None):
     parser.add_argument("--xunit-dir", help="write xunit results here")
     parser.add_argument("tests", nargs="*", help="test names (default: all)")
     args = parser.parse_args(argv)
+    leftovers.exit_on_termination()
     reason = preconditions()
     if reason:
         print(f"PTF tests cannot run: {reason}", file=sys.stderr)

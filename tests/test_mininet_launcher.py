@@ -1,6 +1,7 @@
 """mininet/run.py: a script runs non-interactively, and teardown removes
-exactly what the launcher made, on normal exit, on Ctrl-C and when the
-switch dies under it."""
+exactly what the launcher made, on normal exit, on Ctrl-C, SIGTERM or
+SIGHUP, and when the switch dies under it; what a killed launcher left,
+`linkemu clean` removes by its records."""
 
 import os
 import re
@@ -10,6 +11,7 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 
 from conftest import needs_mininet
 from linkemu.bmv2 import free_tcp_port
@@ -67,13 +69,36 @@ def test_script_runs_and_everything_is_removed(tmp_path):
     assert_torn_down(output)
 
 
-def test_ctrl_c_tears_down(tmp_path):
+@pytest.mark.parametrize("ending", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP])
+def test_ctrl_c_or_termination_tears_down(tmp_path, ending):
     run = launch("h1 sleep 60\n", tmp_path, free_tcp_port())
     output = until_cli(run)
     time.sleep(1)
-    run.send_signal(signal.SIGINT)
+    run.send_signal(ending)
     rest, _ = run.communicate(timeout=60)
     assert_torn_down(output + rest)
+
+
+@pytest.mark.parametrize("cleaner", ["linkemu clean", "the next launch"])
+def test_what_a_killed_launch_left_is_cleaned_by_its_records(tmp_path, cleaner):
+    run = launch("h1 sleep 60\n", tmp_path, free_tcp_port())
+    output = until_cli(run)
+    switch = int(re.search(r"simple_switch_grpc pid (\d+)", output).group(1))
+    run.kill()
+    run.wait()
+    assert Path(f"/proc/{switch}").exists(), "nothing was left to clean"
+    linkemu = Path(sys.executable).with_name("linkemu")
+    if cleaner == "linkemu clean":
+        cleaned = subprocess.run([linkemu, "clean"], capture_output=True, text=True, timeout=60)
+        assert cleaned.returncode == 0, cleaned.stderr
+        said = cleaned.stdout
+    else:
+        said, _ = launch("h1 true\n", tmp_path, free_tcp_port()).communicate(timeout=120)
+    assert f"removed process simple_switch_grpc (pid {switch})" in said, said
+    assert "removed nftables table inet linkemu_thrift_" in said, said
+    assert_torn_down(output)
+    again = subprocess.run([linkemu, "clean"], capture_output=True, text=True, timeout=60)
+    assert again.stdout.startswith("nothing left behind"), again.stdout
 
 
 def test_bad_profile_starts_nothing(tmp_path):

@@ -15,6 +15,7 @@ import subprocess
 import time
 from pathlib import Path
 
+from . import leftovers
 from .thrift_runtime import SwitchQueues
 
 SWITCH_BINARY = "simple_switch_grpc"
@@ -74,9 +75,11 @@ class LoopbackOnly:
         if done.returncode != 0:
             raise RuntimeError(f"could not keep Thrift port {self.port} to loopback "
                                f"(nft: {done.stderr.strip()})")
+        leftovers.note_nft_table("inet", self.table)
 
     def remove(self):
         subprocess.run(["nft", "delete", "table", "inet", self.table], capture_output=True)
+        leftovers.forget("nft_tables", name=self.table)
 
 
 class SimpleSwitchGrpc:
@@ -126,6 +129,7 @@ class SimpleSwitchGrpc:
             self.process = subprocess.Popen(
                 self.command(), stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
                 preexec_fn=lambda: os.sched_setaffinity(0, {self.cpu}))
+        leftovers.note_process(self.process, SWITCH_BINARY)
         deadline = time.monotonic() + timeout
         while not (_listening("127.0.0.1", self.grpc_port) and
                    _listening("127.0.0.1", self.thrift_port)):
@@ -174,5 +178,7 @@ class SimpleSwitchGrpc:
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait()
+        if self.process is not None:
+            leftovers.forget("processes", pid=self.process.pid)
         self.process = None
         self.guard.remove()

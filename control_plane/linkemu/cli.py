@@ -7,7 +7,7 @@ import os
 import sys
 from pathlib import Path
 
-from . import dataplane
+from . import dataplane, leftovers
 from .bmv2 import GET_TOOLS, SWITCH_TOOLS, missing_tools
 from .dataplane import Port, PortLayout
 from .experiment import ExperimentError, load_experiment
@@ -164,6 +164,16 @@ def _until_interrupted(run, duration_s):
         run(duration_s=duration_s)
     except KeyboardInterrupt:
         pass
+
+
+def _clean(args):
+    if os.geteuid() != 0:
+        raise ValueError("clean needs root, as the runs that left things behind did")
+    removed = leftovers.clean()
+    for thing in removed:
+        print(f"removed {thing}")
+    if not removed:
+        print(f"nothing left behind by a killed run (records: {leftovers.RECORDS_DIR})")
 
 
 def _queue(args):
@@ -340,6 +350,11 @@ def build_parser():
                                      "existing one is resumed")
     experiment_run.set_defaults(run=_experiment_run)
 
+    clean = commands.add_parser(
+        "clean", help="remove what killed runs left behind (switches, hosts, interfaces, "
+                      "Thrift guards), found by the records they wrote")
+    clean.set_defaults(run=_clean)
+
     counters = commands.add_parser("counters", help="print the per-direction counters")
     counters.add_argument("--json", action="store_true", help="machine-readable output")
     counters.set_defaults(run=_counters)
@@ -348,6 +363,7 @@ def build_parser():
 
 def main(argv=None):
     args = build_parser().parse_args(argv)
+    leftovers.exit_on_termination()
     try:
         return args.run(args) or 0
     except (ProfileError, TimelineError, P4RuntimeError, ValueError, OSError,

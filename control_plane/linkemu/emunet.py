@@ -18,7 +18,7 @@ from pathlib import Path
 from mininet.net import Mininet
 from mininet.topo import Topo
 
-from . import dataplane
+from . import dataplane, leftovers
 from .dataplane import Port, PortLayout
 from .link_states import walk
 from .p4runtime import Switch
@@ -135,6 +135,9 @@ def emulated_link(profile, fixed=1, mobile=1, grpc_port=9559, segments=None,
     if fixed < 1 or mobile < 1 or fixed + mobile > 254:
         raise ValueError("need at least one host on each side and at most 254 hosts")
     with only_network():
+        removed = leftovers.clean()
+        for thing in removed:
+            print(f"*** removed {thing}, left by a killed run", file=sys.stderr)
         yield from _emulated_link(profile, fixed, mobile, grpc_port, segments, record_path,
                                   rates_path, events_path, drive)
 
@@ -145,8 +148,10 @@ def _emulated_link(profile, fixed, mobile, grpc_port, segments, record_path, rat
                   switch=lambda name, **kw: LinkemuSwitch(name, grpc_port=grpc_port,
                                                           mtu=profile.mtu, **kw),
                   autoSetMacs=False, build=False)
+    made = []
     try:
         net.build()
+        made = _note_network(net)
         for host in net.hosts:
             quiet_host(host, profile.mtu)
         net.start()
@@ -173,6 +178,23 @@ def _emulated_link(profile, fixed, mobile, grpc_port, segments, record_path, rat
                 host.sendInt()
                 host.waitOutput()
         net.stop()
+        for kind, key in made:
+            leftovers.forget(kind, **key)
+
+
+def _note_network(net):
+    """Records the nodes' shells (a host's holds its namespace) and the
+    switch's interfaces (simple_switch_grpc records itself); returns their
+    keys to forget them by."""
+    made = []
+    for node in net.hosts + net.switches:
+        leftovers.note_process(node.shell, node.name)
+        made.append(("processes", {"pid": node.pid}))
+    for name in net.get("s1").intfNames():
+        if name != "lo":
+            leftovers.note_interface(name)
+            made.append(("interfaces", {"name": name}))
+    return made
 
 
 @contextmanager

@@ -1,6 +1,9 @@
-"""veth pairs for test beds, created and deleted by name, never by pattern."""
+"""veth pairs for test beds, created and deleted by name, never by pattern,
+and recorded (linkemu.leftovers) while they exist."""
 
 import subprocess
+
+from . import leftovers
 
 
 def _run(*args):
@@ -41,6 +44,7 @@ class VethPair:
     def create(self):
         _run("ip", "link", "add", self.switch_end, "type", "veth", "peer", "name", self.peer)
         self.created = True
+        leftovers.note_interface(self.switch_end)
         for name in (self.switch_end, self.peer):
             quiet_interface(name, self.mtu)
             _run("ip", "link", "set", "dev", name, "up")
@@ -49,4 +53,5 @@ class VethPair:
         if self.created:
             # Deleting one end removes the pair.
             subprocess.run(["ip", "link", "del", self.switch_end], capture_output=True)
+            leftovers.forget("interfaces", name=self.switch_end)
             self.created = False
