@@ -4,12 +4,14 @@ seedable from outside), so rates are checked against binomial or chi-square
 bounds at 99.9 %, tight enough that a wrong model fails."""
 
 import math
+import socket
 import threading
 import time
 
 from scipy import stats
 
 from linkemu import dataplane, switch_clock
+from linkemu.bmv2 import free_tcp_port
 from linkemu.fidelity import loss_bursts
 from linkemu.link_states import Segment, walk
 from linkemu.p4runtime import Switch
@@ -337,6 +339,88 @@ class DriverSurvivesPushTest(LinkemuTest):
             clock = switch_clock.measure(own)
             self.assertGreater(own.election_id.low, displaced, "the first probe was not lost")
             self.assertLess(clock.uncertainty_s, 0.005)
+
+
+class CuttableProxy:
+    """A TCP relay from a port of 127.0.0.1 to `target`: cut() drops every
+    connection and refuses new ones, as a lost switch would, until mend()."""
+
+    def __init__(self, target):
+        self.target = target
+        self.port = free_tcp_port()
+        self.address = f"127.0.0.1:{self.port}"
+        self.sockets = []
+        self.listener = None
+        self.mend()
+
+    def mend(self):
+        self.listener = socket.create_server(("127.0.0.1", self.port))
+        threading.Thread(target=self._accept, args=(self.listener,), daemon=True).start()
+
+    def cut(self):
+        for sock in [self.listener] + self.sockets:
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+            sock.close()
+        self.sockets = []   # (shutdown wakes the thread waiting in accept)
+
+    def _accept(self, listener):
+        host, port = self.target.rsplit(":", 1)
+        while True:
+            try:
+                client, _ = listener.accept()
+            except OSError:
+                return
+            server = socket.create_connection((host, int(port)))
+            self.sockets += [client, server]
+            for a, b in ((client, server), (server, client)):
+                threading.Thread(target=self._relay, args=(a, b), daemon=True).start()
+
+    @staticmethod
+    def _relay(source, sink):
+        try:
+            while data := source.recv(65536):
+                sink.sendall(data)
+        except OSError:
+            pass
+
+
+class DriverSurvivesOutageTest(LinkemuTest):
+    """A state driver whose connection to the switch breaks for 1.5 s
+    connects again, measures the clock again, puts its state back and walks
+    on: every change is applied, the ones after the outage on time."""
+
+    def runTest(self):
+        static = {"distribution": "static", "value": "200ms"}
+        states = {"start": {"a": 1}, "states": {
+            "a": {"error": 0, "duration": static, "next": {"b": 1}},
+            "b": {"error": 0.5, "duration": static, "next": {"a": 1}}}}
+        self.push({"link_states": states})
+        chain = profile(link_states=states).states
+        proxy = CuttableProxy(self.switch.address)
+        try:
+            with Switch(proxy.address) as own:
+                driver = StateDriver(own, chain, walk(chain))
+                thread = threading.Thread(target=driver.run, kwargs={"duration_s": 6})
+                thread.start()
+                while len(driver.applied) < 3 and thread.is_alive():
+                    time.sleep(0.01)
+                proxy.cut()
+                time.sleep(1.5)
+                proxy.mend()
+                thread.join()
+        finally:
+            proxy.cut()
+        self.assertIsNone(driver.error)
+        self.assertEqual(len(driver.outages), 1)
+        (lost, back), = driver.outages
+        self.assertGreaterEqual(back - lost, 1.0)
+        self.assertEqual(driver.latency_summary()["changes"], 30)
+        after = [a.latency_s for a in driver.applied if a.applied_unix > back + 0.5]
+        self.assertGreater(len(after), 3)
+        self.assertLess(max(after), 0.05, after)
 
 
 class LossModelTest(LinkemuTest):

@@ -7,6 +7,7 @@ channel, the arbitration stream and the primary election.
 
 import functools
 import queue
+import sys
 import threading
 import time
 from dataclasses import dataclass, field
@@ -21,6 +22,10 @@ from .fields import shown
 
 class P4RuntimeError(RuntimeError):
     """The switch refused or could not be reached."""
+
+
+class SwitchUnreachable(P4RuntimeError):
+    """The connection to the switch broke; Switch.recover() makes it again."""
 
 
 def encode(value, bitwidth, what="value"):
@@ -200,6 +205,13 @@ class P4Info:
         return message
 
 
+# A switch on this machine is back within milliseconds of starting to listen:
+# try again at once, not after gRPC's default backoff of seconds.
+CHANNEL_OPTIONS = [("grpc.initial_reconnect_backoff_ms", 100),
+                   ("grpc.min_reconnect_backoff_ms", 100),
+                   ("grpc.max_reconnect_backoff_ms", 500)]
+
+
 class Switch:
     """A P4Runtime connection to one device, as primary controller."""
 
@@ -207,6 +219,9 @@ class Switch:
         self.address = address
         self.device_id = device_id
         self.timeout = timeout
+        self.generation = 0      # connections made again (recover)
+        self._recovering = threading.Lock()
+        self.stream_ended = None  # why the stream ended, while it has
         # A newer client takes over from an older one: the newest wins.
         self.election_id = p4runtime_pb2.Uint128(high=0, low=time.time_ns() // 1000)
         self._channel = None
@@ -225,13 +240,13 @@ class Switch:
     def __exit__(self, *exc):
         self.close()
 
-    def connect(self):
-        self._channel = grpc.insecure_channel(self.address)
+    def connect(self, timeout=None):
+        self._channel = grpc.insecure_channel(self.address, options=CHANNEL_OPTIONS)
         try:
-            grpc.channel_ready_future(self._channel).result(timeout=self.timeout)
+            grpc.channel_ready_future(self._channel).result(timeout=timeout or self.timeout)
         except grpc.FutureTimeoutError:
             self._channel.close()
-            raise P4RuntimeError(
+            raise SwitchUnreachable(
                 f"no P4Runtime server at {self.address} (is simple_switch_grpc running?)"
             ) from None
         self._stub = p4runtime_pb2_grpc.P4RuntimeStub(self._channel)
@@ -239,22 +254,37 @@ class Switch:
         self._responses = queue.Queue()
         self._digests = queue.Queue()
         self._packets_in = queue.Queue()
-        self._stream = self._stub.StreamChannel(iter(self._requests.get, None))
-        threading.Thread(target=self._read_stream, daemon=True).start()
+        self.stream_ended = None
+        stream = self._stub.StreamChannel(iter(self._requests.get, None))
+        threading.Thread(target=self._read_stream, daemon=True,
+                         args=(stream, self._responses, self._digests, self._packets_in)).start()
         self._become_primary()
 
-    def _read_stream(self):
+    def _read_stream(self, stream, responses, digests, packets_in):
+        """Sorts what the switch streams into this connection's queues; when
+        the stream ends, says why to whoever waits on them."""
         try:
-            for response in self._stream:
+            for response in stream:
                 if response.HasField("digest"):
-                    self._digests.put(response.digest)
+                    digests.put(response.digest)
                 elif response.HasField("packet"):
                     # Stamped here: a clock probe's round trip ends now.
-                    self._packets_in.put((time.time(), response.packet))
+                    packets_in.put((time.time(), response.packet))
+                elif response.HasField("error"):
+                    error = response.error
+                    print(f"linkemu: the switch at {self.address} reported on its stream: "
+                          f"code {error.canonical_code}: {error.message}", file=sys.stderr,
+                          flush=True)
                 else:
-                    self._responses.put(response)
+                    responses.put(response)
+            ended = "the switch closed it"
         except grpc.RpcError as err:
-            self._responses.put(err)
+            responses.put(err)
+            ended = f"{err.code().name}: {err.details()}"
+        if responses is self._responses:
+            self.stream_ended = f"the stream from the switch at {self.address} ended ({ended})"
+        digests.put(None)
+        packets_in.put(None)
 
     def _become_primary(self):
         request = p4runtime_pb2.StreamMessageRequest()
@@ -286,12 +316,34 @@ class Switch:
             self._channel.close()
         self._channel = self._requests = None
 
+    def recover(self, generation, within_s):
+        """Connects again after the connection of `generation` broke, trying
+        until `within_s` seconds have passed; does nothing when another
+        thread sharing this client has done it already."""
+        with self._recovering:
+            if self.generation != generation:
+                return
+            self.close()
+            deadline = time.monotonic() + within_s
+            while True:
+                self.election_id = p4runtime_pb2.Uint128(high=0, low=time.time_ns() // 1000)
+                try:
+                    self.connect(timeout=max(0.1, min(self.timeout, deadline - time.monotonic())))
+                    break
+                except SwitchUnreachable:
+                    if time.monotonic() >= deadline:
+                        raise SwitchUnreachable(f"the switch at {self.address} did not come "
+                                                f"back within {within_s:g} s") from None
+                    time.sleep(0.2)
+            self._p4info = None   # a switch started again may run another program
+            self.generation += 1
+
     def _call(self, method, request):
         """One unary RPC, its failure as a P4RuntimeError."""
         try:
             return method(request, timeout=self.timeout)
         except grpc.RpcError as err:
-            raise P4RuntimeError(_describe_rpc_error(err)) from None
+            raise _rpc_error(err) from None
 
     def set_pipeline(self, p4info_path, bmv2_json_path):
         """Installs a compiled program; this resets all tables and registers."""
@@ -338,7 +390,7 @@ class Switch:
                 return
             except grpc.RpcError as err:
                 if err.code() != grpc.StatusCode.PERMISSION_DENIED or attempt == 2:
-                    raise P4RuntimeError(_describe_rpc_error(err)) from None
+                    raise _rpc_error(err) from None
             self.take_back()
 
     def take_back(self):
@@ -354,7 +406,7 @@ class Switch:
             for response in self._stub.Read(request, timeout=self.timeout):
                 yield from response.entities
         except grpc.RpcError as err:
-            raise P4RuntimeError(_describe_rpc_error(err)) from None
+            raise _rpc_error(err) from None
 
     def read_table(self, table):
         """The entries installed in `table` (its default action aside)."""
@@ -453,10 +505,14 @@ class Switch:
         """The members of each struct of the next digest list (dicts of ints),
         acknowledged; [] when none came within `timeout` seconds."""
         digest = self.p4info.digest(name)
+        if self.stream_ended:
+            raise SwitchUnreachable(self.stream_ended)
         try:
             message = self._digests.get(timeout=timeout)
         except queue.Empty:
             return []
+        if message is None:
+            raise SwitchUnreachable(self.stream_ended)
         ack = p4runtime_pb2.StreamMessageRequest()
         ack.digest_ack.digest_id = message.digest_id
         ack.digest_ack.list_id = message.list_id
@@ -479,10 +535,15 @@ class Switch:
         """(instant received as time.time(), payload, {metadata name: int}) of
         the next packet the switch sent this (primary) client; None when none
         came within `timeout` seconds."""
+        if self.stream_ended:
+            raise SwitchUnreachable(self.stream_ended)
         try:
-            received, packet = self._packets_in.get(timeout=timeout)
+            answer = self._packets_in.get(timeout=timeout)
         except queue.Empty:
             return None
+        if answer is None:
+            raise SwitchUnreachable(self.stream_ended)
+        received, packet = answer
         names = self.p4info.packet_in_metadata
         metadata = {names[m.metadata_id]: int.from_bytes(m.value, "big")
                     for m in packet.metadata if m.metadata_id in names}
@@ -520,6 +581,12 @@ def _sync_updates(installed, wanted):
         key.ClearField("action")
         updates.append((p4runtime_pb2.Update.DELETE, p4runtime_pb2.Entity(table_entry=key)))
     return updates
+
+
+def _rpc_error(err):
+    """The P4RuntimeError of a failed RPC: SwitchUnreachable when no switch answered."""
+    kind = SwitchUnreachable if err.code() == grpc.StatusCode.UNAVAILABLE else P4RuntimeError
+    return kind(_describe_rpc_error(err))
 
 
 def _describe_rpc_error(err):

@@ -10,6 +10,7 @@ only the clock's uncertainty, unless the write came back late.
 import csv
 import heapq
 import statistics
+import sys
 import threading
 import time
 from contextlib import contextmanager
@@ -17,12 +18,15 @@ from dataclasses import dataclass
 
 from . import dataplane, switch_clock
 from .link_states import TIMELINE_FIELDS, timeline_row
+from .p4runtime import SwitchUnreachable
 
 APPLIED_FIELDS = ("applied_unix", "latency_ms")
 RATE_FIELDS = ("start_us", "direction", "rate_bps", "down")
 # How far ahead of its instant a state change is written: far more than a
 # write takes, and never before the previous change has taken over.
 STATE_LEAD_S = 0.1
+# How long a driver tries to get back a switch it lost before it gives up.
+RECONNECT_S = 30.0
 
 
 @dataclass(frozen=True)
@@ -40,7 +44,9 @@ def default_record_path(profile_name, kind="timeline"):
 class ScheduleDriver:
     """Writes timed changes to `switch`; subclasses say what a change writes
     and when. Instants are host real time (time.time()), the clock BMv2
-    stamps packets with."""
+    stamps packets with. A driver that loses its switch connects again, puts
+    back what it last wrote (reassert) and goes on; `outages` lists the
+    (lost, back) host instants."""
 
     fields = ()
 
@@ -50,6 +56,7 @@ class ScheduleDriver:
         self.record_path = record_path
         self.applied = []
         self.error = None
+        self.outages = []
         self.started = threading.Event()
         self.stopping = threading.Event()
 
@@ -71,6 +78,37 @@ class ScheduleDriver:
     def prepare(self):
         """Before the first change."""
 
+    def reassert(self):
+        """After the connection was made again and prepared: puts back what
+        the last change wrote (a switch started again has lost it)."""
+
+    def _on_switch(self, action, *args):
+        """Runs `action`; while the connection to the switch is broken
+        (RECONNECT_S at most), connects again, prepares again, puts back
+        what was written (reassert) and runs it again."""
+        lost = None
+        while True:
+            generation = self.switch.generation
+            try:
+                if lost is not None and action != self.prepare:
+                    self.prepare()
+                    self.reassert()
+                action(*args)
+                break
+            except SwitchUnreachable as err:
+                if lost is None:
+                    lost = time.time()
+                    print(f"linkemu: {type(self).__name__}: {err}; connecting again",
+                          file=sys.stderr, flush=True)
+                left = lost + RECONNECT_S - time.time()
+                if left <= 0:
+                    raise
+                self.switch.recover(generation, left)
+        if lost is not None:
+            self.outages.append((lost, time.time()))
+            print(f"linkemu: {type(self).__name__}: the switch is back after "
+                  f"{time.time() - lost:.1f} s", file=sys.stderr, flush=True)
+
     def run(self, duration_s=None):
         """Until the changes end, `duration_s` passes, or stop() is called.
         The walk starts once prepared (`started` is set then, or on failure).
@@ -81,7 +119,7 @@ class ScheduleDriver:
             writer.writerow(self.fields + APPLIED_FIELDS)
         try:
             try:
-                self.prepare()
+                self._on_switch(self.prepare)
             finally:
                 self.started.set()
             origin = previous = None
@@ -91,7 +129,7 @@ class ScheduleDriver:
                     break
                 if origin is None:
                     # The walk starts when its first change is in place.
-                    self.write(change, None)
+                    self._on_switch(self.write, change, None)
                     returned = instant = time.time()
                     origin = instant - offset
                 else:
@@ -99,7 +137,7 @@ class ScheduleDriver:
                     if self.stopping.wait(
                             max(0.0, self.write_at(instant, previous) - time.time())):
                         break
-                    self.write(change, instant)
+                    self._on_switch(self.write, change, instant)
                     returned = time.time()
                 applied_unix = max(instant, returned)
                 applied = Applied(change, applied_unix, applied_unix - instant)
@@ -163,7 +201,12 @@ class StateDriver(ScheduleDriver):
         self.current = None
 
     def prepare(self):
+        # Again after an outage: a switch started again keeps time from its start.
         self.clock = switch_clock.measure(self.switch)
+
+    def reassert(self):
+        if self.current:
+            self.switch.modify(dataplane.link_state_entries(self.current.error))
 
     def start_us(self, segment):
         return segment.start_us
@@ -210,6 +253,7 @@ class RateDriver(ScheduleDriver):
     def __init__(self, switch, profile, record_path=None):
         super().__init__(switch, rate_changes(profile), record_path)
         self.profile = profile
+        self.current = {}   # direction -> its RateSegment in force
 
     def start_us(self, change):
         return change[1].start_us
@@ -218,6 +262,11 @@ class RateDriver(ScheduleDriver):
         name, segment = change
         self.switch.modify([dataplane.link_params_entry(self.profile, name, segment.rate_bps,
                                                         segment.down)])
+        self.current[name] = segment
+
+    def reassert(self):
+        self.switch.modify([dataplane.link_params_entry(self.profile, name, s.rate_bps, s.down)
+                            for name, s in self.current.items()])
 
     def row(self, change):
         name, segment = change

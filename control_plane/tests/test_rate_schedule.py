@@ -4,6 +4,7 @@ import random
 import pytest
 
 from linkemu import dataplane
+from linkemu.p4runtime import SwitchUnreachable
 from linkemu.profile import ProfileError, parse_profile
 from linkemu.rate_schedule import RateSegment, RateTrace, read_trace_file
 from linkemu.state_driver import RateDriver, rate_changes
@@ -170,11 +171,22 @@ def test_a_varying_rate_defers_best_effort():
 
 
 class RecordingSwitch:
-    def __init__(self):
+    """Records writes; the connection breaks at write number `breaks_at`."""
+
+    def __init__(self, breaks_at=None):
         self.written = []
+        self.writes = 0
+        self.breaks_at = breaks_at
+        self.generation = 0
 
     def modify(self, entries):
+        self.writes += 1
+        if self.writes == self.breaks_at:
+            raise SwitchUnreachable("UNAVAILABLE: gone")
         self.written.extend(entries)
+
+    def recover(self, generation, within_s):
+        self.generation += 1
 
 
 def test_rate_driver_writes_both_directions_in_time_order(tmp_path):
@@ -198,3 +210,19 @@ def test_rate_driver_writes_both_directions_in_time_order(tmp_path):
     assert lines[0] == "start_us,direction,rate_bps,down,applied_unix,latency_ms"
     assert lines[5].startswith("40000,downlink,5000000,1,")
     assert driver.latency_summary()["changes"] == 6
+
+
+def test_rate_driver_puts_its_rates_back_on_a_switch_it_lost(tmp_path):
+    profile = parse_profile({
+        "downlink": {"rate": "10Mbit", "rate_changes": [{"at": "20ms", "rate": "5Mbit"}]},
+        "uplink": {"rate": "1Mbit", "rate_changes": [{"at": "30ms", "rate": "2Mbit"}]}})
+    switch = RecordingSwitch(breaks_at=3)
+    driver = RateDriver(switch, profile)
+    driver.run()
+    assert switch.generation == 1 and len(driver.outages) == 1
+    assert [(e.match["m.pkt.dir"], e.params["byte_cost_q"]) for e in switch.written] == [
+        (0, dataplane.byte_cost_q(10e6)), (1, dataplane.byte_cost_q(1e6)),
+        # back: both rates in force again, then the change that failed
+        (0, dataplane.byte_cost_q(10e6)), (1, dataplane.byte_cost_q(1e6)),
+        (0, dataplane.byte_cost_q(5e6)), (1, dataplane.byte_cost_q(2e6))]
+    assert driver.latency_summary()["changes"] == 4

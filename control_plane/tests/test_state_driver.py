@@ -4,7 +4,7 @@ import pytest
 
 from linkemu import dataplane, switch_clock
 from linkemu.link_states import Segment
-from linkemu.p4runtime import P4RuntimeError
+from linkemu.p4runtime import P4RuntimeError, SwitchUnreachable
 from linkemu.profile import parse_profile
 from linkemu.state_driver import STATE_LEAD_S, StateDriver
 from linkemu.switch_clock import ProbeSample, SwitchClock
@@ -17,7 +17,7 @@ class ClockedSwitch:
 
     address = "fake:0"
 
-    def __init__(self, age_s=1000.0, answers=True, stray=0, primary=True):
+    def __init__(self, age_s=1000.0, answers=True, stray=0, primary=True, breaks_at=None):
         self.start = time.time() - age_s
         self.answers = answers
         self.stray = stray
@@ -25,6 +25,8 @@ class ClockedSwitch:
         self.taken_back = 0
         self.sent = []
         self.written = []
+        self.breaks_at = breaks_at   # the connection breaks at this write
+        self.generation = 0
 
     def take_back(self):
         self.taken_back += 1
@@ -43,7 +45,15 @@ class ClockedSwitch:
         return now, self.sent[-1], {"ingress_us": round((now - self.start) * 1e6)}
 
     def modify(self, entries):
+        if len(self.written) + 1 == self.breaks_at:
+            self.breaks_at = None
+            raise SwitchUnreachable("UNAVAILABLE: gone")
         self.written.append((time.time(), entries))
+
+    def recover(self, generation, within_s):
+        """Back as a switch started again, on a clock of its own."""
+        self.start = time.time() - 5.0
+        self.generation += 1
 
 
 def test_clock_where_every_probes_bounds_meet():
@@ -145,3 +155,20 @@ def test_a_switch_without_probe_answers_fails_the_walk(monkeypatch):
         driver.run()
     assert driver.started.is_set() and isinstance(driver.error, P4RuntimeError)
     assert driver.applied == []
+
+
+def test_a_state_driver_that_lost_its_switch_puts_its_state_back_and_goes_on():
+    switch = ClockedSwitch(breaks_at=3)
+    segments = [Segment("good", 0, 150_000), Segment("bad", 150_000, 300_000),
+                Segment("good", 300_000, 450_000)]
+    driver = StateDriver(switch, chain(), segments)
+    driver.run()
+    assert driver.error is None and len(driver.outages) == 1
+    assert abs(driver.clock.start_unix - switch.start) <= driver.clock.uncertainty_s + 1e-6
+    thresholds = [{e.match["m.pkt.dir"]: (e.params["threshold"], e.params["next"], e.params["at"])
+                   for e in entries} for _, entries in switch.written]
+    # good, good -> bad, then back: bad in force at once, and bad -> good.
+    assert [t[0][:2] for t in thresholds] == [(0, 0), (0, 32768), (32768, 32768), (32768, 0)]
+    assert thresholds[2][0][2] == 0
+    assert thresholds[3][0][2] == driver.clock.switch_us(
+        driver.applied[0].applied_unix - driver.applied[0].latency_s + 0.3)
