@@ -10,7 +10,7 @@ MOBILE  ?= 1
 DEBIAN_PACKAGES := python3-venv mininet iperf3 tcpdump ethtool iproute2 iputils-ping nftables
 P4_TOOLS := tools/install-p4-tools.sh
 
-.PHONY: all setup p4-tools check-tools build run experiment ptf test unit bench bench-tcp clean
+.PHONY: all setup p4-tools check-tools build run experiment ptf test unit bench bench-tcp soak clean
 
 all: build
 
@@ -89,6 +89,11 @@ bench: build
 bench-tcp: build
 	$(PYTHON) bench/tcp_fidelity.py --profile profiles/gprs-optimal.yaml \
 	    --profile profiles/10mbit-20ms.yaml --seconds 20
+
+# The soak (needs Mininet): MINUTES of S-WWW medium ARQ with TCP, UDP and the
+# state driver; memory, drift and accounting into results/soak-DATE/.
+soak: build
+	$(PYTHON) bench/soak.py --minutes $(or $(MINUTES),30) $(if $(OUT),--out $(OUT))
 
 clean:
 	rm -rf $(BUILD)

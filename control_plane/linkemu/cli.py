@@ -72,8 +72,11 @@ def _check(args):
     return _check_each(args.profiles, load, show)
 
 
-def _connect(args):
-    return Switch(args.switch, args.device_id, timeout=args.timeout)
+def _connect(args, primary=True):
+    """A connection to the switch; an observer (not `primary`) for commands
+    that only read, so that they never take the switch from a running driver
+    or event log."""
+    return Switch(args.switch, args.device_id, timeout=args.timeout, primary=primary)
 
 
 def _install(args):
@@ -92,7 +95,7 @@ def _push(args):
 
 
 def _counters(args):
-    with _connect(args) as switch:
+    with _connect(args, primary=False) as switch:
         counters = dataplane.read_counters(switch)
     if args.json:
         print(json.dumps(counters, indent=2))
@@ -177,7 +180,7 @@ def _clean(args):
 
 
 def _queue(args):
-    with _connect(args) as switch:
+    with _connect(args, primary=False) as switch:
         _until_interrupted(QueueMonitor(switch, args.output, args.interval).run, args.duration)
     print(f"queue samples in {args.output}")
 

@@ -213,12 +213,16 @@ CHANNEL_OPTIONS = [("grpc.initial_reconnect_backoff_ms", 100),
 
 
 class Switch:
-    """A P4Runtime connection to one device, as primary controller."""
+    """A P4Runtime connection to one device, as primary controller; with
+    `primary` false, an observer that only reads: it opens no stream, so it
+    never takes the switch (and the packet-ins and digests that go to its
+    primary) from a controller at work."""
 
-    def __init__(self, address="127.0.0.1:9559", device_id=0, timeout=10.0):
+    def __init__(self, address="127.0.0.1:9559", device_id=0, timeout=10.0, primary=True):
         self.address = address
         self.device_id = device_id
         self.timeout = timeout
+        self.primary = primary
         self.generation = 0      # connections made again (recover)
         self._recovering = threading.Lock()
         self.stream_ended = None  # why the stream ended, while it has
@@ -250,6 +254,8 @@ class Switch:
                 f"no P4Runtime server at {self.address} (is simple_switch_grpc running?)"
             ) from None
         self._stub = p4runtime_pb2_grpc.P4RuntimeStub(self._channel)
+        if not self.primary:
+            return
         self._requests = queue.Queue()
         self._responses = queue.Queue()
         self._digests = queue.Queue()
@@ -380,6 +386,8 @@ class Switch:
         client such as `linkemu push`; it takes it back once that one is gone."""
         if not updates:
             return
+        if not self.primary:
+            raise P4RuntimeError("an observer connection does not write")
         request = p4runtime_pb2.WriteRequest(device_id=self.device_id)
         for kind, entity in updates:
             request.updates.add(type=kind).entity.CopyFrom(entity)
