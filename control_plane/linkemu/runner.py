@@ -86,7 +86,8 @@ def run_batch(experiment, out_dir, source_text):
                 with emulated_link(profile, experiment.fixed, experiment.mobile, grpc_port,
                                    drive=False) as net:
                     net.staticArp()  # no ARP exchange over the slow link inside a run
-                    with Switch(f"127.0.0.1:{grpc_port}") as switch:
+                    # Reads only: each run's drivers stay primary, and get its digests.
+                    with Switch(f"127.0.0.1:{grpc_port}", primary=False) as switch:
                         while left:
                             once = RunOnce(experiment, left.pop(0), net, switch, grpc_port,
                                            out_dir)

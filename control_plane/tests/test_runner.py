@@ -61,7 +61,7 @@ def test_a_dead_switch_fails_its_run_and_the_batch_goes_on_with_a_new_one(monkey
             failed.append((self.run.run_id, error))
 
     monkeypatch.setattr(runner, "emulated_link", network)
-    monkeypatch.setattr(runner, "Switch", lambda address: nullcontext())
+    monkeypatch.setattr(runner, "Switch", lambda address, **options: nullcontext())
     monkeypatch.setattr(runner, "RunOnce", Once)
     for name in ("prepare", "write_summary"):
         monkeypatch.setattr(runner.results, name, lambda *args: None)
