@@ -39,8 +39,10 @@ class ReorderTest(FaultTest):
         sent, received, before = self.run_faults({"delay": "20ms", "reorder": p}, wait=0.5)
         self.assertEqual(len(received), COUNT)
         delays = one_way_delays_us(sent, received)
-        ahead = {seq for seq, d in delays.items() if d < 10_000}
-        self.assertTrue(all(d >= 20_000 for seq, d in delays.items() if seq not in ahead))
+        # No other frame leaves before its 20 ms (a busy host may make one
+        # sent ahead late by ms, never early).
+        ahead = {seq for seq, d in delays.items() if d < 20_000}
+        self.assertLess(sorted(delays[seq] for seq in ahead)[len(ahead) // 2], 5_000)
         self.assertEqual(len(ahead), self.counter_delta(before, "sent_ahead", "downlink"))
         self.assert_binomial(len(ahead), p, "sent ahead")
         order = list(delays)

@@ -103,7 +103,8 @@ def read_events(path):
 
 class EventRecorder:
     """Turns the log on for `directions` and writes every event to `path`
-    until stop(); then turns it off and collects what was still buffered.
+    until stop(); then turns it off (the event_log table: the digest stays
+    enabled) and collects what was still buffered.
 
     Digests go to the primary client only: `switch` must stay primary (the
     link drivers share this connection)."""
@@ -131,7 +132,6 @@ class EventRecorder:
                 self.switch.sync_table(dataplane.EVENT_LOG, [])
                 while self._write(writer, timeout=QUIET_S):
                     pass
-            self.switch.disable_digest(DIGEST)
         except Exception as err:
             self.error = err
             raise

@@ -487,10 +487,16 @@ class Switch:
         least 100 ms (two sweeps at most).
 
         Every sample is sent: no ack timeout, so the switch keeps no cache of
-        samples it suppresses until acknowledged. Two identical events are
-        both reported, and deleting the digest can never find a cache in use
-        (PI's DigestData::reset asserts it is empty, and a sample still being
-        gathered into a list aborted the switch when the event log stopped)."""
+        samples it suppresses until acknowledged, and two identical events
+        are both reported.
+
+        A digest stays enabled for the switch's life: the program decides
+        what it reports. PI never gets the digest deleted, because its
+        DigestMgr forgets to clear the sweep task it cancels on a DELETE
+        (Tasks::cancel() nulls task_ack_timeout twice), and the next INSERT
+        cancels that task again after the task queue freed it: a write to
+        freed memory that crashed the switch later, in a gRPC thread's
+        malloc, after the event log had been stopped and started."""
         entity = p4runtime_pb2.Entity()
         entry = entity.digest_entry
         entry.digest_id = self.p4info.digest(name).preamble.id
@@ -503,11 +509,6 @@ class Switch:
             if "ALREADY_EXISTS" not in str(err):
                 raise
             self.write([(p4runtime_pb2.Update.MODIFY, entity)])
-
-    def disable_digest(self, name):
-        entity = p4runtime_pb2.Entity()
-        entity.digest_entry.digest_id = self.p4info.digest(name).preamble.id
-        self.write([(p4runtime_pb2.Update.DELETE, entity)])
 
     def next_digests(self, name, timeout):
         """The members of each struct of the next digest list (dicts of ints),

@@ -7,7 +7,7 @@ from p4.v1 import p4runtime_pb2
 from linkemu import dataplane
 from linkemu.event_log import (FIELD_BITS, FIELDS, Event, EventRecorder, check_timing,
                                event_from_digest, outcomes, read_events)
-from linkemu.p4runtime import P4Info, Switch
+from linkemu.p4runtime import P4Info, P4RuntimeError, Switch
 from linkemu.runner import RunOnce
 from test_experiment import experiment as experiment_data, parse, problems
 
@@ -122,6 +122,22 @@ def test_every_digest_sample_is_sent_with_no_cache_to_flush():
     assert config.ack_timeout_ns == 0 and config.max_list_size > 1
 
 
+def test_a_digest_enabled_again_is_modified_never_deleted_first():
+    switch = Switch()
+    switch._p4info = digest_p4info()
+    writes = []
+
+    def write(updates):
+        writes.append(updates)
+        if len(writes) == 1:
+            raise P4RuntimeError("ALREADY_EXISTS: Digest 7 already configured")
+
+    switch.write = write
+    switch.enable_digest("event_t")
+    assert [kind for (kind, _), in writes] == [p4runtime_pb2.Update.INSERT,
+                                               p4runtime_pb2.Update.MODIFY]
+
+
 class DigestSwitch:
     """Hands out digest lists, and records what the recorder writes."""
 
@@ -133,9 +149,6 @@ class DigestSwitch:
 
     def enable_digest(self, name):
         self.digest_on = name
-
-    def disable_digest(self, name):
-        self.digest_on = None
 
     def sync_table(self, table, entries):
         self.synced.append((table, [e.match["m.pkt.dir"] for e in entries]))
@@ -156,8 +169,9 @@ def test_recorder_writes_every_event_and_turns_the_log_off(tmp_path):
     recorder.switch = switch
     recorder.run()
     assert [e.seq for e in read_events(path)] == [1, 2, 3] and recorder.count == 3
+    # Off by the table; the digest stays enabled (Switch.enable_digest says why).
     assert switch.synced == [(dataplane.EVENT_LOG, [0, 1]), (dataplane.EVENT_LOG, [])]
-    assert switch.digest_on is None
+    assert switch.digest_on == "event_digest_t"
 
 
 def test_experiments_can_reject_runs_that_fail_the_check():
