@@ -1,6 +1,6 @@
 """PTF tests of NetEm's packet faults: reorder (sent ahead), duplicate,
 corrupt. Each fault's count stays inside the binomial interval of its
-probability (99.9 %), agrees with its counter, and has the effect it names
+probability (99.99 %), agrees with its counter, and has the effect it names
 on the frames themselves."""
 
 from collections import Counter

@@ -95,12 +95,14 @@ class ClassAqmTest(LinkemuTest):
     def runTest(self):
         link = split(red={"min": 1, "max": 3, "max_p": 1, "weight": 0.9})
         self.push({"downlink": link})
+        # Built first: the 60 frames arrive within one frame's time on the link.
+        frames = [bytes(udp_frame(FIXED_PORT, MOBILE, i, 300, PRIORITY_PORT))
+                  for i in range(30)]
+        frames += [bytes(udp_frame(FIXED_PORT, MOBILE, 100 + i, 300, BEST_EFFORT_PORT))
+                   for i in range(30)]
         before = self.counters()
-        for i in range(30):
-            self.send(FIXED_PORT, bytes(udp_frame(FIXED_PORT, MOBILE, i, 300, PRIORITY_PORT)))
-        for i in range(30):
-            self.send(FIXED_PORT, bytes(udp_frame(FIXED_PORT, MOBILE, 100 + i, 300,
-                                                  BEST_EFFORT_PORT)))
+        for frame in frames:
+            self.send(FIXED_PORT, frame)
         self.wait_entered(before, "downlink", 60, timeout=5)
         self.wait_until_idle(before, "downlink", timeout=10)
         # One reading for every figure, and every figure in the message.

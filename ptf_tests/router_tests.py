@@ -11,7 +11,7 @@ from linkemu_base import (FIXED_PORT, MOBILE_PORTS, LinkemuTest, frame_seq, prof
                           udp_frame)
 
 MOBILE = MOBILE_PORTS[0]
-Z999 = 3.29
+Z9999 = 3.89  # two-sided 99.99 % normal quantile
 
 
 def red_link(**red):
@@ -83,7 +83,7 @@ class RedCurveTest(LinkemuTest):
         # Signals are uniformly spaced on 1 .. 1/p_b: mean gap sum(1 - n p_b).
         mean_gap = sum(max(0.0, 1 - n * p_b) for n in range(int(1 / p_b) + 2))
         expected = count / mean_gap
-        spread = Z999 * math.sqrt(count * (1 / mean_gap) * (1 - 1 / mean_gap)) + 1
+        spread = Z9999 * math.sqrt(count * (1 / mean_gap) * (1 - 1 / mean_gap)) + 1
         self.assertLessEqual(abs(aqm - expected), spread,
                              f"{aqm} RED drops of {count}, expected {expected:.0f}")
 

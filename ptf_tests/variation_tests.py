@@ -4,7 +4,7 @@ unless the profile lets jitter reorder, random delay spikes.
 One-way delays come from kernel timestamps of captures on the test's own
 interfaces; BMv2's own latency, measured through the ideal wire first, is
 taken off before a distribution is compared. Random draws are the data plane's (not seedable),
-so counts are checked against binomial bounds at 99.9 % and distributions
+so counts are checked against binomial bounds at 99.99 % and distributions
 with a Kolmogorov-Smirnov test at the 0.1 % level."""
 
 import numpy as np

@@ -279,7 +279,7 @@ class Switch:
                 elif response.HasField("error"):
                     error = response.error
                     print(f"linkemu: the switch at {self.address} reported on its stream: "
-                          f"code {error.canonical_code}: {error.message}", file=sys.stderr,
+                          f"{_code_name(error.canonical_code)}: {error.message}", file=sys.stderr,
                           flush=True)
                 else:
                     responses.put(response)
@@ -598,6 +598,16 @@ def _rpc_error(err):
     return kind(_describe_rpc_error(err))
 
 
+def _code_name(code):
+    """The name of a google.rpc.Code (e.g. ALREADY_EXISTS), as the switch's
+    per-update errors and stream errors give it."""
+    from google.rpc import code_pb2
+    try:
+        return code_pb2.Code.Name(code)
+    except ValueError:
+        return f"code {code}"
+
+
 def _describe_rpc_error(err):
     text = f"{err.code().name}: {err.details()}"
     # Batch write errors carry one status per update in the trailing details.
@@ -611,7 +621,7 @@ def _describe_rpc_error(err):
                     error = Error()
                     detail.Unpack(error)
                     if error.canonical_code != 0:
-                        text += f"; {error.message}"
+                        text += f"; {_code_name(error.canonical_code)}: {error.message}"
     except (ImportError, AttributeError):
         pass
     return text
