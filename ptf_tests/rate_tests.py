@@ -9,7 +9,7 @@ import threading
 
 from linkemu.rate_schedule import RateTrace
 from linkemu.state_driver import RateDriver
-from linkemu_base import FIXED_PORT, MOBILE_PORTS, LinkemuTest, frame_seq, profile
+from linkemu_base import FIXED_PORT, MAX_LATE_S, MOBILE_PORTS, LinkemuTest, frame_seq, profile
 
 MOBILE = MOBILE_PORTS[0]
 FULL_FRAME = 1514          # an L3 packet of 1500 B: one delivery opportunity each
@@ -126,9 +126,11 @@ class OutageTest(RateTest):
         # After the outage they drain back to back.
         gaps = sorted(b - a for a, b in zip(held, held[1:]))
         self.assertLess(abs(gaps[len(gaps) // 2] - 3.944), 0.2, gaps)
-        # The first starts when the link is back (one P4Runtime write late).
+        # The first starts when the link is back (one P4Runtime write late:
+        # 1-3 ms, more on a busy host; a wrong mechanism waits for the next
+        # write or a frame's time).
         first = held[0] - (outage[1] + delay_ms + 3.944)
-        self.assertLess(first, 6, "the queue drained late")
+        self.assertLess(first, MAX_LATE_S * 1e3, "the queue drained late")
         self.assertEqual([frame_seq(f.data) for f in received],
                          sorted(frame_seq(f.data) for f in received))
         print(f"first held frame {first:.2f} ms later than at once after the outage, "
