@@ -310,18 +310,24 @@ class ClockProbeTest(LinkemuTest):
                              first.uncertainty_s + second.uncertainty_s + 1e-6)
 
 
+def push_alternating_states(test):
+    """Pushes link states a (error 0) and b (0.5) of 200 ms each, in turn;
+    returns their chain."""
+    static = {"distribution": "static", "value": "200ms"}
+    states = {"start": {"a": 1}, "states": {
+        "a": {"error": 0, "duration": static, "next": {"b": 1}},
+        "b": {"error": 0.5, "duration": static, "next": {"a": 1}}}}
+    test.push({"link_states": states})
+    return profile(link_states=states).states
+
+
 class DriverSurvivesPushTest(LinkemuTest):
     """A running state driver takes the switch back after another client
     (as `linkemu push` does) has pushed a profile in the middle of its walk,
     or has taken over while the driver measures the switch's clock."""
 
     def runTest(self):
-        static = {"distribution": "static", "value": "200ms"}
-        states = {"start": {"a": 1}, "states": {
-            "a": {"error": 0, "duration": static, "next": {"b": 1}},
-            "b": {"error": 0.5, "duration": static, "next": {"a": 1}}}}
-        self.push({"link_states": states})
-        chain = profile(link_states=states).states
+        chain = push_alternating_states(self)
         with Switch(self.switch.address) as own:
             driver = StateDriver(own, chain, walk(chain))
             thread = threading.Thread(target=driver.run, kwargs={"duration_s": 2})
@@ -393,12 +399,7 @@ class DriverSurvivesOutageTest(LinkemuTest):
     on: every change is applied, the ones after the outage on time."""
 
     def runTest(self):
-        static = {"distribution": "static", "value": "200ms"}
-        states = {"start": {"a": 1}, "states": {
-            "a": {"error": 0, "duration": static, "next": {"b": 1}},
-            "b": {"error": 0.5, "duration": static, "next": {"a": 1}}}}
-        self.push({"link_states": states})
-        chain = profile(link_states=states).states
+        chain = push_alternating_states(self)
         proxy = CuttableProxy(self.switch.address)
         try:
             with Switch(proxy.address) as own:

@@ -135,9 +135,7 @@ def emulated_link(profile, fixed=1, mobile=1, grpc_port=9559, segments=None,
     if fixed < 1 or mobile < 1 or fixed + mobile > 254:
         raise ValueError("need at least one host on each side and at most 254 hosts")
     with only_network():
-        removed = leftovers.clean()
-        for thing in removed:
-            print(f"*** removed {thing}, left by a killed run", file=sys.stderr)
+        leftovers.clean_before_building(prefix="*** ")
         yield from _emulated_link(profile, fixed, mobile, grpc_port, segments, record_path,
                                   rates_path, events_path, drive)
 

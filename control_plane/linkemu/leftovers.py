@@ -13,6 +13,7 @@ import json
 import os
 import signal
 import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -52,12 +53,8 @@ def nft_table_handle(family, name):
     return None
 
 
-def _path(pid):
-    return RECORDS_DIR / f"made-{pid}.json"
-
-
 def _write():
-    path = _path(os.getpid())
+    path = RECORDS_DIR / f"made-{os.getpid()}.json"
     if not any(_made.values()):
         path.unlink(missing_ok=True)
         return
@@ -115,6 +112,13 @@ def clean():
                     if _delete_nft_table(t["family"], t["handle"])]
         path.unlink(missing_ok=True)
     return removed
+
+
+def clean_before_building(prefix=""):
+    """clean(), saying on stderr what it removed: a launch or a test bed
+    calls it before it builds anything."""
+    for thing in clean():
+        print(f"{prefix}removed {thing}, left by a killed run", file=sys.stderr)
 
 
 def _stop(pid, start, timeout_s=5.0):

@@ -226,8 +226,7 @@ class Switch:
         self.generation = 0      # connections made again (recover)
         self._recovering = threading.Lock()
         self.stream_ended = None  # why the stream ended, while it has
-        # A newer client takes over from an older one: the newest wins.
-        self.election_id = p4runtime_pb2.Uint128(high=0, low=time.time_ns() // 1000)
+        self.election_id = _newest_election_id()
         self._channel = None
         self._stub = None
         self._requests = None
@@ -332,7 +331,7 @@ class Switch:
             self.close()
             deadline = time.monotonic() + within_s
             while True:
-                self.election_id = p4runtime_pb2.Uint128(high=0, low=time.time_ns() // 1000)
+                self.election_id = _newest_election_id()
                 try:
                     self.connect(timeout=max(0.1, min(self.timeout, deadline - time.monotonic())))
                     break
@@ -404,7 +403,7 @@ class Switch:
     def take_back(self):
         """Becomes primary again, with a newer election id than any client
         that took over since this one connected."""
-        self.election_id = p4runtime_pb2.Uint128(high=0, low=time.time_ns() // 1000)
+        self.election_id = _newest_election_id()
         self._become_primary()
 
     def read(self, entity):
@@ -514,14 +513,9 @@ class Switch:
         """The members of each struct of the next digest list (dicts of ints),
         acknowledged; [] when none came within `timeout` seconds."""
         digest = self.p4info.digest(name)
-        if self.stream_ended:
-            raise SwitchUnreachable(self.stream_ended)
-        try:
-            message = self._digests.get(timeout=timeout)
-        except queue.Empty:
-            return []
+        message = self._next_streamed(self._digests, timeout)
         if message is None:
-            raise SwitchUnreachable(self.stream_ended)
+            return []
         ack = p4runtime_pb2.StreamMessageRequest()
         ack.digest_ack.digest_id = message.digest_id
         ack.digest_ack.list_id = message.list_id
@@ -532,6 +526,20 @@ class Switch:
         return [{m: int.from_bytes(value.bitstring, "big")
                  for m, value in zip(members, data.struct.members)}
                 for data in message.data]
+
+    def _next_streamed(self, streamed, timeout):
+        """The next item the stream put in `streamed` within `timeout`
+        seconds, None if none; SwitchUnreachable once the stream has ended
+        (its reader puts None in every queue then)."""
+        if self.stream_ended:
+            raise SwitchUnreachable(self.stream_ended)
+        try:
+            item = streamed.get(timeout=timeout)
+        except queue.Empty:
+            return None
+        if item is None:
+            raise SwitchUnreachable(self.stream_ended)
+        return item
 
     def send_packet(self, payload):
         """Sends `payload` into the pipeline on the switch's CPU port (a
@@ -544,14 +552,9 @@ class Switch:
         """(instant received as time.time(), payload, {metadata name: int}) of
         the next packet the switch sent this (primary) client; None when none
         came within `timeout` seconds."""
-        if self.stream_ended:
-            raise SwitchUnreachable(self.stream_ended)
-        try:
-            answer = self._packets_in.get(timeout=timeout)
-        except queue.Empty:
-            return None
+        answer = self._next_streamed(self._packets_in, timeout)
         if answer is None:
-            raise SwitchUnreachable(self.stream_ended)
+            return None
         received, packet = answer
         names = self.p4info.packet_in_metadata
         metadata = {names[m.metadata_id]: int.from_bytes(m.value, "big")
@@ -590,6 +593,12 @@ def _sync_updates(installed, wanted):
         key.ClearField("action")
         updates.append((p4runtime_pb2.Update.DELETE, p4runtime_pb2.Entity(table_entry=key)))
     return updates
+
+
+def _newest_election_id():
+    """An election id above every earlier one: a newer client takes over
+    from an older one, and the newest wins."""
+    return p4runtime_pb2.Uint128(high=0, low=time.time_ns() // 1000)
 
 
 def _rpc_error(err):

@@ -6,7 +6,6 @@ profile, and on exit stops exactly that switch and deletes exactly those pairs.
 """
 
 import os
-import sys
 from contextlib import contextmanager
 
 from . import dataplane, leftovers
@@ -20,8 +19,7 @@ def veth_switch(ports):
     """A switch with no program on veth pairs for the port numbers `ports`.
 
     Yields (SimpleSwitchGrpc, {port number: test-side interface name})."""
-    for thing in leftovers.clean():
-        print(f"removed {thing}, left by a killed run", file=sys.stderr)
+    leftovers.clean_before_building()
     tag = f"le{os.getpid() % 100000}"
     pairs = {port: VethPair(f"{tag}-{port}s", f"{tag}-{port}p") for port in ports}
     switch = SimpleSwitchGrpc({p: v.switch_end for p, v in pairs.items()},
