@@ -12,7 +12,9 @@ this controller. At the end, with the traffic stopped and the link idle:
   first and in the last WINDOW of the run: p50, p99, max (no drift);
 - the state changes' lateness in each WINDOW: p50, p99, max;
 - frames unaccounted for: entered the link, neither left nor dropped by a
-  counted cause (counters); and counters against the event log (must be 0).
+  counted cause (counters); and counters against the event log (must be 0);
+- the frames each direction released in the first and the last WINDOW: the
+  last must be at least half the first (the traffic kept flowing).
 
     sudo .venv/bin/python bench/soak.py --minutes 30 [--out DIR]
 """
@@ -21,6 +23,7 @@ import argparse
 import json
 import os
 import statistics
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -36,6 +39,7 @@ from linkemu.state_driver import StateDriver
 ROOT = Path(__file__).resolve().parent.parent
 PROFILE = ROOT / "profiles" / "swww-medium-arq.yaml"
 WINDOW_S = 300.0     # the first and the last five minutes
+FLOWING = 0.5        # the last window carries at least this share of the first's frames
 MEMORY_TARGET = 0.10
 
 
@@ -85,6 +89,15 @@ def analyse(events, counters, applied, memory, start_us, end_us, window_s=WINDOW
     growth = {name: (last[i] - first[i]) / first[i]
               for i, name in ((1, "switch"), (2, "controller"))}
     flat = all(abs(g) <= MEMORY_TARGET for g in growth.values())
+    # Frames that left the link per window: the traffic must not have stopped.
+    window_s = min(window_s, (end_s - start_s) / 2)
+    carried = {}
+    for direction in dataplane.DIRECTION_IDS:
+        arrivals = [e.arrival_us / 1e6 for e in events
+                    if e.released and e.direction == direction]
+        carried[direction] = {"first": sum(t < start_s + window_s for t in arrivals),
+                              "last": sum(t >= end_s - window_s for t in arrivals)}
+    flowing = all(c["last"] >= FLOWING * c["first"] for c in carried.values())
     return {
         "minutes": (end_s - start_s) / 60,
         "release_error_ms": windows(released, start_s, end_s, window_s),
@@ -93,9 +106,19 @@ def analyse(events, counters, applied, memory, start_us, end_us, window_s=WINDOW
         "memory_kb": {"switch": [first[1], last[1]], "controller": [first[2], last[2]],
                       "growth": growth, "flat": flat},
         "frames": accounting,
+        "released_per_window": carried,
+        "flowing": flowing,
         "events": len(events),
-        "passed": flat and all(a["unaccounted"] == 0 and a["log_minus_counters"] == 0
+        "passed": flat and flowing and all(a["unaccounted"] == 0 and a["log_minus_counters"] == 0
                                for a in accounting.values())}
+
+
+def iperf3(host, args, workdir, name):
+    """iperf3 on `host`, its report in workdir/iperf3-NAME.txt: a pipe nobody
+    reads fills in minutes and stops the process (the TCP receiver, and then
+    its flow) with it."""
+    with open(workdir / f"iperf3-{name}.txt", "w") as output:
+        return host.popen(["iperf3"] + args, stdout=output, stderr=subprocess.STDOUT)
 
 
 def soak(seconds, sample_s, workdir):
@@ -111,14 +134,15 @@ def soak(seconds, sample_s, workdir):
         # a TCP sender's buffer would take minutes to drain over 64 kbit/s.
         processes = []
         try:
-            processes += [h2.popen(["iperf3", "-s", "-1", "-B", h2.IP(), "-p", "5201"]),
-                          h1.popen(["iperf3", "-s", "-1", "-B", h1.IP(), "-p", "5202"])]
+            processes += [
+                iperf3(h2, ["-s", "-1", "-B", h2.IP(), "-p", "5201"], workdir, "tcp-server"),
+                iperf3(h1, ["-s", "-1", "-B", h1.IP(), "-p", "5202"], workdir, "udp-server")]
             time.sleep(1)
             started = time.time()
-            processes += [h1.popen(["iperf3", "-c", h2.IP(), "-p", "5201", "-C", "cubic",
-                                    "-t", "0"]),
-                          h2.popen(["iperf3", "-c", h1.IP(), "-p", "5202", "-u", "-b", "8k",
-                                    "-l", "200", "-t", "0"])]
+            processes += [iperf3(h1, ["-c", h2.IP(), "-p", "5201", "-C", "cubic", "-t", "0"],
+                                 workdir, "tcp-client"),
+                          iperf3(h2, ["-c", h1.IP(), "-p", "5202", "-u", "-b", "8k", "-l", "200",
+                                      "-t", "0"], workdir, "udp-client")]
             while True:
                 memory.append((time.time() - started, resident_kb(s1.bmv2.pid),
                                resident_kb(os.getpid())))

@@ -51,3 +51,15 @@ def test_a_frame_the_log_or_the_counters_lost_fails_the_soak():
                                             "log_minus_counters": -1}
     assert not report["passed"]
     assert not report["memory_kb"]["flat"]
+
+
+def test_traffic_that_stopped_fails_the_soak():
+    # 60 frames a window at first, 12 in the last: a flow stalled on the way.
+    start_us, end_us = 0, 600_000_000
+    events = ([event(i * 5, 0.5) for i in range(60)] +
+              [event(300 + i * 25, 0.5) for i in range(12)])
+    report = soak.analyse(events, counters(72, 72, 0), [], [(0, 1, 1), (600, 1, 1)],
+                          start_us, end_us)
+    assert report["released_per_window"]["downlink"] == {"first": 60, "last": 12}
+    assert not report["flowing"]
+    assert not report["passed"]
