@@ -180,18 +180,12 @@ class Bench:
         direction the frames went through."""
         profile = link(f"{rate_bps / 1e3:g}kbit", f"{delay_ms}ms")
         tx = tx_s(size, rate_bps)
-        budget = 2 if self.quick else 5
-        if load == "idle":
-            spacing = max(2 * tx, 0.002)
-            count = max(30, min(300, int(budget / spacing)))
-        else:
-            spacing = tx / OFFERED[load]
-            count = max(60, min(600, int(budget / tx)))
-        backlog = max(0, count * (tx - spacing))
+        schedule = self.cell_schedule(rate_bps, load, size)
+        count = len(schedule)
+        backlog = max(0, count * tx - schedule[-1][0])
         self.push(profile)
         run = self.send(f"the {rate_label(rate_bps)}, {delay_ms} ms, {load} cell ({size} B)",
-                        [(i * spacing, size) for i in range(count)],
-                        delay_ms / 1e3 + backlog + 2 * tx + 0.5)
+                        schedule, delay_ms / 1e3 + backlog + 2 * tx + 0.5)
         fidelity = compare(run.arrivals, run.departures, profile.downlink)
         cell = {"rate_bps": rate_bps, "delay_ms": delay_ms, "load": load, "size": size,
                 "sent": count, "entered": len(run.arrivals), "peak_held": run.peak_inside(),
@@ -200,6 +194,36 @@ class Bench:
         if load == "loaded":
             cell.update(self.rate_of(run.departures, rate_bps))
         return cell, run, profile.downlink
+
+    def cell_schedule(self, rate_bps, load, size):
+        """[(offset s, size)] of a cell's frames: `idle`, spaced twice their
+        serialization; else offered at OFFERED[load] x the rate."""
+        tx = tx_s(size, rate_bps)
+        budget = 2 if self.quick else 5
+        if load == "idle":
+            spacing = max(2 * tx, 0.002)
+            count = max(30, min(300, int(budget / spacing)))
+        else:
+            spacing = tx / OFFERED[load]
+            count = max(60, min(600, int(budget / tx)))
+        return [(i * spacing, size) for i in range(count)]
+
+    def forwarded_busy(self, size=1500):
+        """The capacity curve's busy traffic through plain forwarding, rate by
+        rate: the substrate's own delay (departure - arrival), loss and switch
+        CPU a frame, which no link model on it can better."""
+        rows = []
+        for rate_bps in CAPACITY_RATES[::3] if self.quick else CAPACITY_RATES:
+            schedule = self.cell_schedule(rate_bps, "busy", size)
+            self.wait_until_idle()
+            cpu = self.switch.cpu_seconds()
+            run = self.send(f"forwarding the {rate_label(rate_bps)} busy traffic", schedule, 0.5)
+            cpu = self.switch.cpu_seconds() - cpu
+            rows.append({"rate_bps": rate_bps, "sent": len(schedule),
+                         "delivered": len(run.departures),
+                         "cpu_us_per_frame": cpu / len(schedule) * 1e6,
+                         **percentiles(run.latencies())})
+        return rows
 
     @staticmethod
     def rate_of(departures, rate_bps):
@@ -655,6 +679,7 @@ def run_baseline(quick):
             results["latency"] = {**percentiles(run.latencies()),
                                   "latencies_ms": [round(x * 1e3, 4) for x in run.latencies()]}
             results["zero_delay"] = bench.zero_delay_throughput(None)
+            results["busy_forwarding"] = bench.forwarded_busy()
             bench.load(SHAPE_BASELINE)
             results["shape"] = {"saturated": bench.saturated_rate(),
                                 "hold_floor": bench.hold_floor(None)}
