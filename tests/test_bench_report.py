@@ -191,9 +191,11 @@ def test_capacity_targets_say_how_far_each_is_met():
     rows = {t: (m, met, n) for t, m, met, n in report.capacity_targets(results())}
     busy_20 = rows["busy link, 20 ms: p99 <= 1 ms, none lost, up to 100 Mbit/s"]
     assert busy_20 == ("20 Mbit/s: p99 2.000 ms, 0 lost, 30 held", False,
-                       "met up to 10 Mbit/s")
+                       "met up to 10 Mbit/s; plain forwarding of the same traffic at 100 Mbit/s: "
+                       "p99 2.500 ms, 2 lost")
     assert rows["busy link, 160 ms: p99 <= 1 ms, none lost, up to 100 Mbit/s"][1:] == (
-        True, "met up to 100 Mbit/s; plain forwarding of the same traffic: p99 2.500 ms, 2 lost")
+        True, "met up to 100 Mbit/s; plain forwarding of the same traffic at 100 Mbit/s: "
+              "p99 2.500 ms, 2 lost")
     assert rows["200 frames held 1 s (linkemu): all out, p99 <= 2 ms"][1] is False   # lost one
     assert rows["200 frames held 1 s (the bare sleep lanes): all out, p99 <= 2 ms"][1] is True
     cpu = rows["switch CPU with 1000 held far from due <= 0.3 core, idle ~0 (linkemu)"]
