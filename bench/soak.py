@@ -90,13 +90,9 @@ def analyse(events, counters, applied, memory, start_us, end_us, window_s=WINDOW
               for i, name in ((1, "switch"), (2, "controller"))}
     flat = all(abs(g) <= MEMORY_TARGET for g in growth.values())
     # Frames that left the link per window: the traffic must not have stopped.
-    window_s = min(window_s, (end_s - start_s) / 2)
-    carried = {}
-    for direction in dataplane.DIRECTION_IDS:
-        arrivals = [e.arrival_us / 1e6 for e in events
-                    if e.released and e.direction == direction]
-        carried[direction] = {"first": sum(t < start_s + window_s for t in arrivals),
-                              "last": sum(t >= end_s - window_s for t in arrivals)}
+    carried = {direction: {name: spread["count"] for name, spread in windows(
+        [(e.arrival_us / 1e6, 0) for e in events if e.released and e.direction == direction],
+        start_s, end_s, window_s).items()} for direction in dataplane.DIRECTION_IDS}
     flowing = all(c["last"] >= FLOWING * c["first"] for c in carried.values())
     return {
         "minutes": (end_s - start_s) / 60,

@@ -34,17 +34,14 @@ def ack_bursts(pcap, rate_bps, server_port=5201):
     acks = [(float(p.time), p[IP].len) for p in PcapReader(str(pcap))
             if TCP in p and p[TCP].dport == server_port and not bytes(p[TCP].payload)
             and p[TCP].flags & 0x10]
-    bursts, current = [], acks[:1]
+    bursts, current = [], []
     for (previous, _), (now, length) in zip(acks, acks[1:]):
         if now - previous < SERIALIZED_SHARE * length * 8 / rate_bps:
-            current.append((now, length))
-        else:
-            if len(current) >= 2:
-                bursts.append(current)
-            current = [(now, length)]
-    if len(current) >= 2:
-        bursts.append(current)
-    return [[t for t, _ in burst] for burst in bursts]
+            current = (current or [previous]) + [now]
+        elif current:
+            bursts.append(current)
+            current = []
+    return bursts + [current] if current else bursts
 
 
 def test_ack_bursts_after_bad_states_and_bulk_completes(tmp_path):
