@@ -52,6 +52,8 @@ COUNTERS = {
 # Where a frame that entered the link ends: delivered, or dropped once
 # (drop_aqm_ect is a part of drop_aqm; malformed frames never entered).
 LINK_EXITS = ("link_out", "drop_queue", "drop_aqm", "drop_link_error", "drop_loss_model")
+# Where a frame comes in: to the link, as a duplicate, to a router queue.
+ENTRY_COUNTERS = ("link_in", "duplicated", "queue_enter")
 QUEUE_COUNTERS = ("drop_queue", "drop_aqm", "drop_aqm_ect", "ecn_marks", "ramp_marks",
                   "queue_enter", "queue_leave")
 # A held packet carries its state (link_state_h) ahead of the frame, and BMv2
@@ -640,7 +642,9 @@ def read_counters(switch):
     sum of its classes."""
     queues = {queue_index(d, c): (d, f"{d}/{c}") for d in DIRECTION_IDS for c in CLASS_IDS}
     counters = {}
-    for name in COUNTERS:
+    # Frames keep flowing between the reads: the ways in are read last, so a
+    # reading never shows fewer frames inside than there are.
+    for name in sorted(COUNTERS, key=lambda name: name in ENTRY_COUNTERS):
         cells = {}
         for index, (packets, octets) in counter_cells(switch, name).items():
             if name not in QUEUE_COUNTERS:
@@ -654,4 +658,4 @@ def read_counters(switch):
             total = cells.get(direction, (0, 0))
             cells[direction] = (total[0] + packets, total[1] + octets)
         counters[name] = cells
-    return counters
+    return {name: counters[name] for name in COUNTERS}

@@ -17,8 +17,8 @@ FIELDS = ("time_unix", "direction", "class", "packets", "bytes")
 
 def sample(switch):
     """{(direction, class): (packets, L3 bytes)} waiting in the router queues now."""
+    leave = counter_cells(switch, "queue_leave")  # first: see read_counters
     enter = counter_cells(switch, "queue_enter")
-    leave = counter_cells(switch, "queue_leave")
     queue = {}
     for direction in DIRECTION_IDS:
         for cls in CLASS_IDS:

@@ -1,7 +1,7 @@
 import pytest
 from p4.config.v1 import p4info_pb2
 
-from linkemu import dataplane
+from linkemu import dataplane, queue_monitor
 from linkemu.dataplane import Port, PortLayout, byte_cost_q, link_params_entries
 from linkemu.link_states import constant_errors
 from linkemu.p4runtime import P4Info, P4RuntimeError, TableEntry, Ternary, encode
@@ -412,3 +412,28 @@ def test_a_link_buffer_with_arq_decides_best_effort_starts_late():
     assert not dataplane.defers_best_effort(errorless, "downlink")
     (down, _) = [q for q in dataplane.class_queues(profile) if q.cls == "best_effort"]
     assert down.deferred
+
+
+def test_a_reading_taken_while_frames_flow_never_shows_too_few_inside():
+    """Every read lets one frame in and out again at once: nothing is ever
+    inside, and a reading must not show less than that."""
+    from types import SimpleNamespace
+
+    class FlowingSwitch:
+        def __init__(self):
+            self.passed = 0
+
+        def read_counter(self, name):
+            self.passed += 1
+            packets = self.passed if name in ("link_in", "drop_queue", "queue_enter",
+                                              "queue_leave") else 0
+            cells = [SimpleNamespace(index=i, packets=packets, bytes=100 * packets)
+                     for i in range(4)]
+            if name in dataplane.HELD_CELLS:
+                cells += [SimpleNamespace(index=4 + i, packets=0, bytes=0) for i in range(4)]
+            return cells
+
+    counters = dataplane.read_counters(FlowingSwitch())
+    assert list(counters) == list(dataplane.COUNTERS)
+    assert all(dataplane.in_flight(counters, d) >= 0 for d in dataplane.DIRECTION_IDS)
+    assert all(packets >= 0 for packets, _ in queue_monitor.sample(FlowingSwitch()).values())
