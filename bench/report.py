@@ -183,13 +183,12 @@ def capacity_targets(report):
     wake = report["baseline"].get("wake")
     asleep = (f"a thread on the switch's core wakes from a timed sleep p50 "
               f"{wake['p50_ms']:.3f}, p99 {wake['p99_ms']:.3f} ms late" if wake else "")
-    for name, floor in (("linkemu", emu["hold_floor"]), ("the bare sleep lanes",
-                                                          lanes["hold_floor"])):
+    for name, floor, note in (("linkemu", emu["hold_floor"], ""),
+                              ("the bare sleep lanes", lanes["hold_floor"], asleep)):
         row = max(floor, key=lambda r: r["held"])
         rows.append((f"{row['held']} frames held 1 s ({name}): all out, p99 <= 2 ms",
                      f"{row['delivered']} out, p99 {row.get('p99_ms', 0):.3f} ms",
-                     row["delivered"] == row["held"] and row.get("p99_ms", 1e9) <= 2.0,
-                     asleep if name != "linkemu" else ""))
+                     row["delivered"] == row["held"] and row.get("p99_ms", 1e9) <= 2.0, note))
     for name, cpu in (("linkemu", emu["held_cpu"]), ("the bare sleep lanes", lanes["held_cpu"])):
         most = max(cpu, key=lambda r: r["held"])
         idle = next(r for r in cpu if r["held"] == 0)
