@@ -32,16 +32,16 @@ HOST_MACS = {1: "00:00:00:00:00:01", 2: "00:00:00:00:00:02", 3: "00:00:00:00:00:
 HOST_IPS = {1: "10.0.0.1", 2: "10.0.0.2", 3: "10.0.0.3"}
 ETH_HEADER = dataplane.ETH_HEADER_BYTES
 # Release tolerance: measured from the test's own send to its own receive
-# (kernel timestamps), so it includes BMv2's forwarding latency (~0.4 ms) and
-# the hold loop's turn with some 40 frames held (BMv2 builds and machines
-# differ: 1.2-1.7 ms at p90 measured here on a quiet day, 3.1-4.0 ms on the
-# slow one of 2026-11-25, when plain forwarding took half its usual rate; a
-# busy CI run of 2026-11-26 had single frames 12 ms late). These bounds
-# catch a wrong mechanism, which is off by a frame's time on the link, a
+# (kernel timestamps), so it includes BMv2's forwarding latency (~0.4 ms),
+# the hold loop's turn with some 40 frames held (1.2-1.7 ms at p90 on a quiet
+# day, 3.1-4.0 ms on the slow one of 2026-11-25) and the host's stalls: busy
+# CI runs of 2026-11-26 had single frames 12 and 32 ms late. P90_LATE_S
+# catches a wrong mechanism, which is off by a frame's time on the link, a
 # hold, or a retransmission (tens of ms, in these tests) for most frames;
-# the benchmark measures the figures.
+# MAX_LATE_S bounds every frame, so it leaves room for one stall. The
+# benchmark measures the figures.
 P90_LATE_S = 0.005
-MAX_LATE_S = 0.020
+MAX_LATE_S = 0.050
 IDEAL = {"downlink": {"rate": "unlimited"}, "uplink": {"rate": "unlimited"}}
 
 
