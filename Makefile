@@ -54,7 +54,7 @@ $(BASELINES): $(BUILD)/%.json: bench/%.p4
 	p4c --target bmv2 --arch v1model --std p4-16 -o $(BUILD) \
 	    --p4runtime-files $(BUILD)/$*.p4info.txtpb $<
 $(BUILD)/hold.json $(BUILD)/shape.json: bench/hold_loop.p4
-$(BUILD)/plain_arrival.json: $(filter p4src/include/%,$(P4_SRCS))
+$(BUILD)/plain_arrival.json: $(filter-out $(P4_MAIN),$(P4_SRCS))
 
 run: build
 	$(PYTHON) mininet/run.py --profile $(PROFILE) --fixed $(FIXED) --mobile $(MOBILE) \

@@ -13,10 +13,8 @@
 #include <core.p4>
 #include <v1model.p4>
 
-#include "../p4src/include/defines.p4"
-#include "../p4src/include/headers.p4"
+#include "../p4src/v1model/include/parser.p4"
 
-const bit<32> INSTANCE_TYPE_RECIRC = 4;
 const bit<9>  HOLD_PORT_BASE = 448;   // 16 interface-less ports, as in linkemu
 const bit<9>  HOLD_PORT_MASK = 15;
 
@@ -45,42 +43,20 @@ struct plain_metadata_t { }
 
 parser PlainParser(packet_in pkt, out plain_headers_t hdr, inout plain_metadata_t meta,
                    inout standard_metadata_t std) {
+    FrameParser() frame_parser;
+
     state start {
         transition select(std.instance_type) {
             INSTANCE_TYPE_RECIRC : parse_held;
-            default              : parse_ethernet;
+            default              : parse_frame;
         }
     }
     state parse_held {
         pkt.extract(hdr.link);
         transition accept;
     }
-    state parse_ethernet {
-        pkt.extract(hdr.ethernet);
-        transition select(hdr.ethernet.ether_type) {
-            ETHERTYPE_IPV4 : parse_ipv4;
-            ETHERTYPE_IPV6 : parse_ipv6;
-            default        : accept;
-        }
-    }
-    state parse_ipv4 {
-        pkt.extract(hdr.ipv4);
-        transition select(hdr.ipv4.ihl, hdr.ipv4.frag_offset, hdr.ipv4.protocol) {
-            (5, 0, IP_PROTO_TCP) : parse_l4;
-            (5, 0, IP_PROTO_UDP) : parse_l4;
-            default              : accept;
-        }
-    }
-    state parse_ipv6 {
-        pkt.extract(hdr.ipv6);
-        transition select(hdr.ipv6.next_hdr) {
-            IP_PROTO_TCP : parse_l4;
-            IP_PROTO_UDP : parse_l4;
-            default      : accept;
-        }
-    }
-    state parse_l4 {
-        pkt.extract(hdr.l4);
+    state parse_frame {
+        frame_parser.apply(pkt, hdr.ethernet, hdr.ipv4, hdr.ipv6, hdr.l4);
         transition accept;
     }
 }

@@ -9,7 +9,7 @@ A frame shorter than an Ethernet header cannot be sent: the kernel refuses
 it on a veth. Every other frame is a frame to the link, which carries what
 it is given: one that is not IPv4 or IPv6, or whose IP header is cut short
 or has options, is best effort and costs its length, as the parser
-(linkemu.p4) and the model (fidelity.frame_fields) agree."""
+(p4src/v1model/include/parser.p4) and the model (fidelity.frame_fields) agree."""
 
 import random
 import time

@@ -133,7 +133,7 @@ class ReleaseBurstTest(LinkemuTest):
     """Frames behind a retransmitted one are all due when it is released:
     300 of them, where BMv2 queues at most 64 frames for a port. Every one
     arrives, in order: the release is paced to the port (OUT_PACE in
-    linkemu.p4), not left for BMv2 to drop. (The hold is long enough for
+    release_pacing.p4), not left for BMv2 to drop. (The hold is long enough for
     the 300 frames, which take PTF a while to build and send, to be behind
     it.)"""
 

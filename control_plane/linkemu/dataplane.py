@@ -17,7 +17,8 @@ DIRECTION_NAMES = {v: k for k, v in DIRECTION_IDS.items()}
 CLASS_IDS = {"best_effort": 0, "priority": 1}
 TIME_FRAC_BITS = 20           # p4src/include/defines.p4
 ETH_HEADER_BYTES = 14         # not part of the emulated link (defines.p4)
-HOLD_PORTS = range(448, 512, 4)  # p4src/v1model/linkemu.p4 (+1: its turn lane): never attach
+# p4src/v1model/include/control/hold.p4 (+1: its turn lane): never attach.
+HOLD_PORTS = range(448, 512, 4)
 FLOOD_GROUPS = {"downlink": 1, "uplink": 2}
 # With in-order release, a packet waits past its due instant for earlier
 # packets at most the longest ARQ hold plus this margin; only a predecessor
@@ -58,9 +59,9 @@ QUEUE_COUNTERS = ("drop_queue", "drop_aqm", "drop_aqm_ect", "ecn_marks", "ramp_m
                   "queue_enter", "queue_leave")
 # A held packet carries its state (link_state_h) ahead of the frame, and BMv2
 # counts those bytes too. The counters that can count a held packet have a
-# second half of cells for held packets (HELD_CELLS in linkemu.p4), which
-# counter_cells folds into the first less the state's bytes; queue_leave
-# counts held packets only.
+# second half of cells for held packets (HELD_CELLS in
+# p4src/v1model/include/define_v1model.p4), which counter_cells folds into the
+# first less the state's bytes; queue_leave counts held packets only.
 HELD_CELLS = ("link_out", "drop_link_error")
 HELD_ONLY = ("queue_leave",)
 LINK_STATE_BYTES = 72
@@ -101,8 +102,9 @@ def stall_us(direction):
 
 
 # Names in the P4 program: the link model's tables and actions are in the
-# control LinkPass, applied by LinkemuIngress.
+# control LinkPass, applied by LinkemuIngress; RED in its RouterAqm.
 PASS = "LinkemuIngress.link_pass."
+AQM = f"{PASS}router_aqm."
 LINK = f"{PASS}link_arrival.link"
 LINK_PARAMS = f"{PASS}link_params.link_params"
 RELEASE = f"{PASS}release.release"
@@ -111,9 +113,9 @@ TRAFFIC_CLASS = f"{PASS}traffic_class.traffic_class"
 QUEUE_PARAMS = f"{PASS}queue_params.queue_params"
 LINK_STATE = f"{PASS}link_errors.link_state"
 LOSS_MODEL = f"{PASS}loss_model.loss_model"
-RED_PARAMS = f"{PASS}red.red_params"
-RED_CURVE = f"{PASS}red.red_curve"
-RED_DECAY = f"{PASS}red.red_decay"
+RED_PARAMS = f"{AQM}red.red_params"
+RED_CURVE = f"{AQM}red.red_curve"
+RED_DECAY = f"{AQM}red.red_decay"
 Q16 = 1 << 16
 RED_CURVE_STEPS = 32         # steps of p_b between min_th and max_th
 RED_DECAY_STEP = 0.98        # the idle decay factor changes by at most 2 % a step
@@ -123,7 +125,7 @@ JITTER = f"{PASS}delay_variation.jitter"
 DELAY_SPIKES = f"{PASS}delay_variation.delay_spikes"
 PACKET_FAULTS = f"{PASS}packet_faults.packet_faults"
 EVENT_LOG = f"{PASS}event_log.event_log"
-DUP_GROUP_BASE = 256   # p4src/v1model/linkemu.p4: group 256 + port sends to port twice
+DUP_GROUP_BASE = 256   # define_v1model.p4: group 256 + port sends to port twice
 SOJOURN_RAMP_STEPS = 32
 
 
@@ -412,19 +414,19 @@ def red_entries(profile):
         if weight_q24 == 0:
             raise ValueError(f"RED weight {red.weight:g} is below the data plane's 2^-24")
         entries[RED_PARAMS].append(TableEntry(
-            RED_PARAMS, key, f"{PASS}red.set_red",
+            RED_PARAMS, key, f"{AQM}red.set_red",
             {"bytes": int(red.mode == "bytes"), "weight_q24": weight_q24,
              "use_ecn": int(red.ecn)}))
         for low, high, p_b in red_curve(red):
-            action, params = ((f"{PASS}red.drop_all", {}) if p_b is None else
-                              (f"{PASS}red.signal_with",
+            action, params = ((f"{AQM}red.drop_all", {}) if p_b is None else
+                              (f"{AQM}red.signal_with",
                                {"p_b_q16": max(1, round(p_b * Q16))}))
             entries[RED_CURVE].append(TableEntry(
                 RED_CURVE, {**key, "s.avg": Range(low, high)}, action, params, priority=1))
         for low, high, factor in red_decay(red, queue.rate_bps):
             entries[RED_DECAY].append(TableEntry(
                 RED_DECAY, {**key, "idle_us": Range(low, high)},
-                f"{PASS}red.decay", {"factor_q16": round(factor * Q16)}, priority=1))
+                f"{AQM}red.decay", {"factor_q16": round(factor * Q16)}, priority=1))
     return entries
 
 

@@ -26,7 +26,7 @@ DIRECTIONS = ("downlink", "uplink")
 PROBABILITY_TOLERANCE = 1e-6
 # Best effort behind a priority class, or under a varying rate, waits in a
 # ring of this many packets
-# (DEFER_RING in p4src/v1model/linkemu.p4).
+# (DEFER_RING in p4src/include/size.p4).
 MAX_DEFERRED_PACKETS = 1024
 PROTOCOLS = {"tcp": 6, "udp": 17, "icmp": 1, "icmpv6": 58}
 PORT_PROTOCOLS = (6, 17)

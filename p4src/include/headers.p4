@@ -2,6 +2,7 @@
 #define LINKEMU_HEADERS_P4
 
 #include "defines.p4"
+#include "size.p4"
 
 header ethernet_h {
     mac_addr_t dst_addr;
@@ -200,7 +201,7 @@ struct red_work_t {
 header pass_h {
     time_us_t  now;
     bit<32>    l3_len;
-    bit<32>    dir_cell;    // HELD_CELLS (linkemu.p4)
+    bit<32>    dir_cell;    // HELD_CELLS (define_v1model.p4)
     time_q_t   free;      // the direction's link free
     time_q_t   leave;     // an arrival's router-queue departure, and its
     time_q_t   start;     // serialization start and end
@@ -219,7 +220,7 @@ header pass_h {
     // The event log's "now" (log_clock): here, since log_event makes
     // feature_pass_h valid and p4c would copy an argument from it.
     time_us_t  clock;
-    bit<32>    out_no;    // a held release's number (OUT_PACE, linkemu.p4)
+    bit<32>    out_no;    // a held release's number (OUT_PACE, release_pacing.p4)
     bit<32>    out_seen;
     time_us_t  out_progress_us;
     bit<5>     pad;       // BMv2 wants a header of whole bytes

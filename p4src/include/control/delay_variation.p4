@@ -24,7 +24,7 @@ control DelayVariation(in bit<10> rand_index, in bit<16> rand_spike, inout link_
         }
         actions = { set_delay; @defaultonly NoAction; }
         const default_action = NoAction;
-        size = 2048;
+        size = JITTER_SIZE;
     }
 
     // Drawn in the action, with its parameters in place (see headers.p4).
@@ -37,7 +37,7 @@ control DelayVariation(in bit<10> rand_index, in bit<16> rand_spike, inout link_
         key = { m.pkt.dir : exact; }
         actions = { set_spike; }
         const default_action = set_spike(0, 0);
-        size = 2;
+        size = NUM_DIRECTIONS;
     }
 
     apply {

@@ -18,7 +18,7 @@ control EventLog(in time_us_t arrival_us, inout link_meta_t m) {
         key = { m.pkt.dir : exact; }
         actions = { log_events; @defaultonly NoAction; }
         const default_action = NoAction;
-        size = 2;
+        size = NUM_DIRECTIONS;
     }
 
     apply {

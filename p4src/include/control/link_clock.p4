@@ -173,7 +173,7 @@ control LinkArrival(inout pass_h w, inout link_meta_t m) {
         key = { m.pkt.dir : exact; }
         actions = { plain; featured; }
         const default_action = plain(0, 0, 0, 0, 0, 0, 0, 0);
-        size = 2;
+        size = NUM_DIRECTIONS;
     }
 
     apply {

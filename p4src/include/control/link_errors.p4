@@ -32,7 +32,7 @@ control LinkErrors(in bit<16> rand, inout link_meta_t m) {
         key = { m.pkt.dir : exact; }
         actions = { set_error; }
         const default_action = set_error(0, 0, 0);
-        size = 2;
+        size = NUM_DIRECTIONS;
     }
 
     // An errored frame: retransmitted while ARQ has attempts left, else lost.
@@ -50,7 +50,7 @@ control LinkErrors(in bit<16> rand, inout link_meta_t m) {
         key = { m.pkt.dir : exact; }
         actions = { retransmit; }
         const default_action = retransmit(0, 0);
-        size = 2;
+        size = NUM_DIRECTIONS;
     }
 
     apply {

@@ -32,7 +32,7 @@ control LinkParams(inout link_meta_t m) {
         key = { m.pkt.dir : exact; }
         actions = { set_params; @defaultonly ideal; }
         const default_action = ideal;
-        size = 2;
+        size = NUM_DIRECTIONS;
     }
 
     // The header is made valid in the actions: alone before the table, it

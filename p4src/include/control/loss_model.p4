@@ -33,7 +33,7 @@ control LossModel(in bit<16> rand_move, in bit<16> rand_loss, in bit<1> bad,
         }
         actions = { set_good; set_bad; }
         const default_action = set_good(0, 0);   // no loss model: a miss
-        size = 4;
+        size = 2 * NUM_DIRECTIONS;   // good and bad
     }
 
     apply {

@@ -31,7 +31,7 @@ control PacketFaults(in bit<16> rand_reorder, in bit<16> rand_duplicate,
         key = { m.pkt.dir : exact; }
         actions = { set_faults; }
         const default_action = set_faults(0, 0, 0);
-        size = 2;
+        size = NUM_DIRECTIONS;
     }
 
     apply {

@@ -21,7 +21,7 @@ control PortMap(in bit<9> ingress_port, in ethernet_h ethernet, inout link_meta_
         key = { ingress_port : exact; }
         actions = { set_direction; @defaultonly NoAction; }
         const default_action = NoAction;
-        size = 64;
+        size = PORT_MAP_SIZE;
     }
 
     action to_port(bit<9> port) {
@@ -42,7 +42,7 @@ control PortMap(in bit<9> ingress_port, in ethernet_h ethernet, inout link_meta_
         }
         actions = { to_port; flood; @defaultonly NoAction; }
         const default_action = NoAction;
-        size = 1024;
+        size = FORWARD_SIZE;
     }
 
     apply {

@@ -29,7 +29,7 @@ control Red(in bit<32> queue_pkts, in bit<32> queue_bytes, in time_us_t idle_us,
         key = { m.pkt.queue : exact; }
         actions = { set_red; }
         const default_action = set_red(0, 0, 0);   // no RED: a miss
-        size = 4;
+        size = NUM_QUEUES;
     }
 
     action decay(bit<32> factor_q16) {
@@ -43,7 +43,7 @@ control Red(in bit<32> queue_pkts, in bit<32> queue_bytes, in time_us_t idle_us,
         }
         actions = { decay; }
         const default_action = decay(0);   // idle beyond the table: average 0
-        size = 2048;
+        size = RED_DECAY_SIZE;
     }
 
     action signal_with(bit<32> p_b_q16) {
@@ -62,7 +62,7 @@ control Red(in bit<32> queue_pkts, in bit<32> queue_bytes, in time_us_t idle_us,
         }
         actions = { signal_with; drop_all; }
         const default_action = signal_with(0);   // below min_th: a miss
-        size = 2048;
+        size = RED_CURVE_SIZE;
     }
 
     apply {

@@ -44,7 +44,7 @@ control Release(in time_us_t now_us, inout seq_t next_release, inout link_meta_t
         key = { m.pkt.dir : exact; }
         actions = { decide; }
         const default_action = decide(0);
-        size = 2;
+        size = NUM_DIRECTIONS;
     }
 
     apply {

@@ -27,7 +27,7 @@ control QueueParams(inout link_meta_t m) {
         key = { m.pkt.queue : exact; }
         actions = { set_queue; @defaultonly NoAction; }
         const default_action = NoAction;
-        size = 4;
+        size = NUM_QUEUES;
     }
 
     apply {

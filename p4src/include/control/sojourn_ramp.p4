@@ -23,7 +23,7 @@ control SojournRamp(in time_us_t sojourn_us, in bit<16> rand, in link_meta_t m,
         }
         actions = { mark_with; }
         const default_action = mark_with(0);   // below half the target: a miss
-        size = 128;
+        size = SOJOURN_RAMP_SIZE;
     }
 
     apply {

@@ -31,7 +31,7 @@ control TrafficClass(in ipv4_h ipv4, in ipv6_h ipv6, in l4_h l4, inout link_meta
         }
         actions = { set_class; @defaultonly NoAction; }
         const default_action = NoAction;
-        size = 256;
+        size = TRAFFIC_CLASS_SIZE;
     }
 
     apply {

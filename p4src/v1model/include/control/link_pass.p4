@@ -1,0 +1,445 @@
+// LinkPass: one pass of a packet through the link model, its arrival or an
+// event of a held packet (a turn of the hold loop that found something due).
+// It owns the direction's link state between packets (the virtual clock,
+// link order, ARQ's busy line, the loss model's state) and the link's
+// counters, and applies the architecture-neutral link model
+// (p4src/include/control) and the v1model glue beside it. An arrival on a
+// plain direction (no optional feature but link errors) is worked out in one
+// table action (LinkArrival); the others' arrival and a deferred packet's
+// passes read their direction's parameters into a header first (LinkParams,
+// QueueParams).
+#ifndef LINKEMU_LINK_PASS_P4
+#define LINKEMU_LINK_PASS_P4
+
+#include "../../../include/headers.p4"
+#include "../../../include/control/port_map.p4"
+#include "../../../include/control/link_params.p4"
+#include "../../../include/control/traffic_class.p4"
+#include "../../../include/control/best_effort.p4"
+#include "../../../include/control/link_clock.p4"
+#include "../../../include/control/router_queue.p4"
+#include "../../../include/control/release.p4"
+#include "../../../include/control/link_errors.p4"
+#include "../../../include/control/loss_model.p4"
+#include "../../../include/control/ecn_mark.p4"
+#include "../../../include/control/sojourn_ramp.p4"
+#include "../../../include/control/delay_variation.p4"
+#include "../../../include/control/packet_faults.p4"
+#include "../../../include/control/event_log.p4"
+#include "../define_v1model.p4"
+#include "hold.p4"
+#include "deferred_ring.p4"
+#include "queue_state.p4"
+#include "release_pacing.p4"
+#include "event_report.p4"
+
+control LinkPass(inout headers_t hdr, inout metadata_t meta,
+                 inout standard_metadata_t std) {
+    register<time_q_t>(NUM_DIRECTIONS) link_free;
+    register<time_q_t>(NUM_QUEUES) class_free;            // a class's rate cap
+    register<seq_t>(NUM_DIRECTIONS) next_seq;             // link order
+    register<time_us_t>(NUM_DIRECTIONS) retx_busy_until;  // last ARQ due so far
+    register<bit<1>>(NUM_DIRECTIONS) loss_bad;            // Gilbert-Elliott state
+    register<bit<32>>(NUM_DIRECTIONS) started_bytes;      // link bytes given a start
+    register<bit<32>>(NUM_DIRECTIONS) block_from;         // BestEffortStart's block_pos
+
+    counter(NUM_DIRECTIONS, CounterType.packets_and_bytes) link_in;
+    // Router-queue counters are per class (queue_index).
+    counter(NUM_QUEUES, CounterType.packets_and_bytes) drop_queue;
+    counter(NUM_QUEUES, CounterType.packets) ramp_marks;
+    counter(2 * NUM_DIRECTIONS, CounterType.packets_and_bytes) drop_link_error; // HELD_CELLS
+    counter(NUM_DIRECTIONS, CounterType.packets_and_bytes) drop_loss_model;
+    counter(NUM_DIRECTIONS, CounterType.packets) drop_malformed;
+    counter(NUM_DIRECTIONS, CounterType.packets) retransmissions;
+    counter(NUM_DIRECTIONS, CounterType.packets) arq_delayed;
+    counter(NUM_DIRECTIONS, CounterType.packets) held_behind;
+    counter(NUM_DIRECTIONS, CounterType.packets) release_skips;
+    counter(NUM_DIRECTIONS, CounterType.packets) sent_ahead;
+    counter(NUM_DIRECTIONS, CounterType.packets) duplicated;
+    counter(NUM_DIRECTIONS, CounterType.packets) corrupted;
+
+    PortMap() port_map;
+    LinkArrival() link_arrival;
+    LinkParams() link_params;
+    TrafficClass() traffic_class;
+    QueueParams() queue_params;
+    LinkClock() link_clock;
+    SetTimes() set_times;
+    BestEffortStart() best_effort_start;
+    Release() release;
+    LinkErrors() link_errors;
+    LossModel() loss_model;
+    EcnCapable() ecn_capable;
+    EcnMark() ecn_mark;
+    SojournRamp() sojourn_ramp;
+    DelayVariation() delay_variation;
+    PacketFaults() packet_faults;
+    EventLog() event_log;
+    QueueRead() queue_read;
+    QueueEnter() enter_queue;
+    QueueLeave() leave_queue;
+    QueueLastLeave() queue_last_leave;
+    RouterAqm() router_aqm;
+    DeferredHead() deferred_head;
+    DeferredStarted() deferred_started;
+    DeferredEnqueue() deferred_enqueue;
+    DeferredTake() deferred_take;
+    ReleasePacing() release_pacing;
+    LogClockRead() log_clock_read;
+
+    // The packet's one event, when its direction logs: EventDigest reports it
+    // after the pass.
+    action log_event(bit<8> outcome, time_us_t at) {
+        hdr.feature.setValid();
+        hdr.feature.report = true;
+        hdr.feature.event = {hdr.link.pkt.dir, outcome, hdr.link.pkt.seq,
+                             (bit<16>) hdr.pass.l3_len, hdr.link.pkt.arrival_us,
+                             hdr.link.pkt.start_us, hdr.link.pkt.due_us, at,
+                             hdr.link.pkt.retx, hdr.link.pkt.flags[7:0]};
+    }
+
+    apply {
+        hdr.pass.setValid();
+        // "Now": arrival for a new packet, the last egress pass for a held one
+        // (a recirculated packet keeps a stale ingress timestamp). The
+        // emulated link carries the L3 packet; the Ethernet header, which
+        // every packet here has, is Mininet's, and a held packet carries its
+        // state ahead of it. HELD_CELLS: a held packet counts in cells apart.
+        // (A pass that ends here exits: a return would be a flag that p4c
+        // keeps in metadata and tests before every statement after it.)
+        if (std.instance_type != INSTANCE_TYPE_RECIRC) {
+            hdr.link.pkt.setValid();   // zeroed, as the link model expects it
+            port_map.apply(std.ingress_port, hdr.ethernet, hdr.link);
+            if (hdr.link.pkt.dest == 0 || !hdr.ethernet.isValid()) {
+                if (!hdr.ethernet.isValid()) {
+                    drop_malformed.count(hdr.link.pkt.dir);
+                    mark_to_drop(std);
+                } else if (std.ingress_port == CPU_PORT) {
+                    // A controller's clock probe goes back stamped.
+                    hdr.clock_stamp.setValid();
+                    hdr.clock_stamp.ingress_us = std.ingress_global_timestamp;
+                    std.egress_spec = CPU_PORT;
+                    hdr.link.pkt.flags = PKT_RELEASED;
+                } else {
+                    mark_to_drop(std);
+                }
+                exit;
+            }
+            hdr.pass.now = std.ingress_global_timestamp;
+            hdr.pass.l3_len = std.packet_length - ETH_HEADER_BYTES;
+            hdr.pass.dir_cell = hdr.link.pkt.dir;
+            link_in.count(hdr.link.pkt.dir);
+            // The link and the direction's best effort, as a plain direction's
+            // arrival takes them (the others' only learns that they take
+            // more), and release order. (Register accesses together: p4c
+            // makes a table of each run of statements.)
+            link_free.read(hdr.pass.free, hdr.link.pkt.dir);
+            queue_read.apply(hdr);
+            release_next.read(hdr.pass.next, hdr.link.pkt.dir);
+            event_log.apply(hdr.pass.now, hdr.link);
+            link_arrival.apply(hdr.pass, hdr.link);
+        } else {
+            hdr.pass.now = hdr.link.pkt.now_us;
+            hdr.pass.l3_len = std.packet_length -
+                              (ETH_HEADER_BYTES + hdr.link.pkt.minSizeInBytes());
+            hdr.pass.dir_cell = hdr.link.pkt.dir + NUM_DIRECTIONS;
+            release_next.read(hdr.pass.next, hdr.link.pkt.dir);
+        }
+
+        // A direction with optional features, or a packet of one that
+        // defers best effort, reads its parameters. Every event of such a
+        // direction offers the link to the head of its deferred best effort,
+        // before a new packet can claim it. A deferred packet left over from
+        // a profile without deferral settles itself on its own passes.
+        // (Features are tested in place: p4c gives a function's result in a
+        // condition a temporary of its own. head, tail and settles are 0
+        // unless set here: BMv2 zeroes a header made valid.)
+        if (hdr.pass.featured || hdr.link.pkt.flags & (PKT_OFFERS | PKT_DEFERRED) != 0) {
+            link_params.apply(hdr.link);
+            if (hdr.link.params.features & FEATURE_DEFERRED != 0 ||
+                hdr.link.pkt.flags & PKT_DEFERRED != 0) {
+                deferred_head.apply(hdr);
+                if (hdr.pass.head != hdr.pass.tail) {
+                    link_free.read(hdr.pass.free, hdr.link.pkt.dir);
+                    class_free.read(hdr.feature.cap_free, hdr.link.pkt.dir);
+                    if (hdr.link.params.send_buffer != 0) {
+                        started_bytes.read(hdr.feature.pos_in, hdr.link.pkt.dir);
+                        block_from.read(hdr.feature.block_pos, hdr.link.pkt.dir);
+                        retx_busy_until.read(hdr.pass.busy_until, hdr.link.pkt.dir);
+                    }
+                    best_effort_start.apply(hdr.pass.now, hdr.link.params, hdr.pass.free,
+                                            hdr.feature.cap_free, hdr.feature.arrival,
+                                            hdr.feature.bytes, hdr.feature.share_cost,
+                                            hdr.feature.pos_in, hdr.feature.block_pos,
+                                            hdr.pass.busy_until, hdr.feature.settled,
+                                            hdr.feature.start, hdr.feature.leave_us,
+                                            hdr.feature.cost);
+                    if (!hdr.feature.settled) {
+                        // An outage, or blocked behind a retransmission: the
+                        // link's time passed unused (every offer pays for
+                        // the test, not the write).
+                        if (hdr.link.params.down == 1 || hdr.link.params.send_buffer != 0) {
+                            link_free.write(hdr.link.pkt.dir, hdr.pass.free);
+                        }
+                    } else {
+                        next_seq.read(hdr.pass.seq, hdr.link.pkt.dir);
+                        deferred_started.apply(hdr);
+                        hdr.pass.seq = hdr.pass.seq + 1;
+                        next_seq.write(hdr.link.pkt.dir, hdr.pass.seq);
+                        hdr.feature.pos_in = hdr.feature.pos_in + hdr.feature.bytes;
+                        started_bytes.write(hdr.link.pkt.dir, hdr.feature.pos_in);
+                        link_free.write(hdr.link.pkt.dir, hdr.pass.free);
+                        class_free.write(hdr.link.pkt.dir, hdr.feature.cap_free);
+                        queue_last_leave.apply(hdr.link.pkt.dir, hdr.feature.leave_us);
+                    }
+                }
+                hdr.pass.settles = hdr.link.pkt.flags & PKT_DEFERRED != 0 &&
+                                   (int<32>) (hdr.link.pkt.ticket - hdr.pass.head) < 0;
+            }
+
+            // This packet's own delay, drawn where its instants are set: on
+            // arrival, or when a deferred packet's start is settled.
+            if ((hdr.pass.featured || hdr.pass.settles) &&
+                hdr.link.params.features & FEATURE_DELAY_VARIATION != 0) {
+                hdr.feature.setValid();
+                random(hdr.feature.rand_index, 0, 1023);
+                random(hdr.feature.rand_spike, 0, 0xffff);
+                delay_variation.apply(hdr.feature.rand_index, hdr.feature.rand_spike, hdr.link);
+            }
+        }
+
+        if (std.instance_type != INSTANCE_TYPE_RECIRC) {
+            // A featured arrival: what its direction's profile leaves out costs
+            // it one condition each; the working values and the tests of their
+            // outcome stay inside. A packet refused on its way to the link
+            // (the loss model, RED) is dropped, its admitted flag 0, which
+            // skips the rest of the pass. (No exit: the pass ends with its
+            // event, LinkemuIngress's digest.)
+            if (hdr.pass.featured) {
+                hdr.feature.setValid();
+                if (hdr.link.params.features & FEATURE_DEFERRED != 0) {
+                    hdr.link.pkt.flags = hdr.link.pkt.flags | PKT_OFFERS;
+                }
+                if (hdr.link.params.features & FEATURE_LOSS_MODEL != 0) {
+                    loss_bad.read(hdr.feature.bad, hdr.link.pkt.dir);
+                    random(hdr.feature.rand_move, 0, 0xffff);
+                    random(hdr.feature.rand_loss, 0, 0xffff);
+                    loss_model.apply(hdr.feature.rand_move, hdr.feature.rand_loss,
+                                     hdr.feature.bad, hdr.link, hdr.feature.new_bad,
+                                     hdr.pass.refused);
+                    loss_bad.write(hdr.link.pkt.dir, hdr.feature.new_bad);
+                    if (hdr.pass.refused) {
+                        drop_loss_model.count(hdr.link.pkt.dir);
+                        if (hdr.link.pkt.flags & PKT_LOG != 0) {
+                            log_event(EVENT_DROP_LOSS_MODEL, hdr.pass.now);
+                        }
+                        mark_to_drop(std);
+                    }
+                }
+                if (!hdr.pass.refused) {
+                    if (hdr.link.params.features & FEATURE_PRIORITY != 0) {
+                        traffic_class.apply(hdr.ipv4, hdr.ipv6, hdr.l4, hdr.link,
+                                            hdr.feature.class_key);
+                        queue_read.apply(hdr);
+                    }
+                    queue_params.apply(hdr.link);
+                    if (hdr.link.params.aqm == 1) {
+                        router_aqm.apply(hdr, std);
+                        if (hdr.pass.refused && hdr.link.pkt.flags & PKT_LOG != 0) {
+                            log_event(EVENT_DROP_AQM, hdr.pass.now);
+                        }
+                    }
+                }
+                if (!hdr.pass.refused) {
+                    if (hdr.link.params.features & FEATURE_PACKET_FAULTS != 0) {
+                        random(hdr.feature.rand_reorder, 0, 0xffff);
+                        random(hdr.feature.rand_duplicate, 0, 0xffff);
+                        random(hdr.feature.rand_corrupt, 0, 0xffff);
+                        random(hdr.feature.flip_bit, 0, 31);
+                        packet_faults.apply(hdr.feature.rand_reorder,
+                                            hdr.feature.rand_duplicate, hdr.feature.rand_corrupt,
+                                            hdr.feature.flip_bit, hdr.l4, hdr.link,
+                                            hdr.feature.corrupt);
+                    }
+                    class_free.read(hdr.feature.cap_free, hdr.link.pkt.queue);
+                    if (hdr.link.params.send_buffer != 0) {
+                        started_bytes.read(hdr.feature.pos_in, hdr.link.pkt.dir);
+                        block_from.read(hdr.feature.block_pos, hdr.link.pkt.dir);
+                        retx_busy_until.read(hdr.pass.busy_until, hdr.link.pkt.dir);
+                    }
+                    link_clock.apply(hdr.pass.now, hdr.pass.l3_len,
+                                     hdr.pass.head != hdr.pass.tail, hdr.pass.waiting,
+                                     hdr.pass.waiting_bytes, hdr.link, hdr.pass.free,
+                                     hdr.feature.cap_free, hdr.feature.pos_in,
+                                     hdr.feature.block_pos, hdr.pass.busy_until,
+                                     hdr.pass.leave, hdr.pass.start, hdr.feature.cost,
+                                     hdr.feature.share_cost);
+                }
+            }
+
+            if (hdr.link.pkt.flags & PKT_ADMITTED == 0) {
+                if (!hdr.pass.refused) {   // the loss model and RED count their own
+                    drop_queue.count(hdr.link.pkt.queue);
+                    if (hdr.link.pkt.flags & PKT_LOG != 0) {
+                        hdr.link.pkt.start_us = 0;   // it never gets one
+                        hdr.link.pkt.due_us = 0;
+                        log_event(EVENT_DROP_QUEUE, hdr.pass.now);
+                    }
+                    mark_to_drop(std);
+                }
+            } else if (!hdr.pass.featured) {
+                link_free.write(hdr.link.pkt.dir, hdr.pass.free);
+                next_seq.read(hdr.link.pkt.seq, hdr.link.pkt.dir);
+                hdr.pass.seq = hdr.link.pkt.seq + 1;
+                hdr.pass.setValid();   // valid: only keeps p4c from a temporary (LinkArrival)
+                next_seq.write(hdr.link.pkt.dir, hdr.pass.seq);
+            } else {
+                if (hdr.feature.corrupt) {
+                    corrupted.count(hdr.link.pkt.dir);
+                    hdr.link.pkt.flags = hdr.link.pkt.flags | PKT_CORRUPTED;
+                }
+                if (hdr.link.pkt.flags & PKT_DEFERRED != 0) {
+                    // its delay is drawn when its start is settled
+                    hdr.link.pkt.flags = hdr.link.pkt.flags & ~PKT_AHEAD;
+                    deferred_enqueue.apply(hdr);
+                } else {
+                    link_free.write(hdr.link.pkt.dir, hdr.pass.free);
+                    class_free.write(hdr.link.pkt.queue, hdr.feature.cap_free);
+                    queue_last_leave.apply(hdr.link.pkt.queue, hdr.link.pkt.leave_us);
+                    if (hdr.link.params.send_buffer != 0) {
+                        hdr.link.pkt.pos = hdr.feature.pos_in;
+                        hdr.feature.pos_in = hdr.feature.pos_in + hdr.pass.l3_len +
+                                             hdr.link.params.overhead_bytes;
+                        started_bytes.write(hdr.link.pkt.dir, hdr.feature.pos_in);
+                    }
+                    next_seq.read(hdr.pass.seq, hdr.link.pkt.dir);
+                    hdr.link.pkt.seq = hdr.pass.seq;
+                    if (hdr.link.pkt.flags & PKT_AHEAD != 0) {
+                        sent_ahead.count(hdr.link.pkt.dir);
+                    } else {
+                        hdr.pass.seq = hdr.pass.seq + 1;
+                        next_seq.write(hdr.link.pkt.dir, hdr.pass.seq);
+                    }
+                    if (hdr.link.params.features & FEATURE_SOJOURN_RAMP != 0) {
+                        random(hdr.feature.rand_ramp, 0, 0xffff);
+                        hdr.feature.sojourn = hdr.link.pkt.leave_us - hdr.pass.now;
+                        sojourn_ramp.apply(hdr.feature.sojourn, hdr.feature.rand_ramp,
+                                           hdr.link, hdr.feature.ramp_mark);
+                        ecn_capable.apply(hdr.ipv4, hdr.ipv6, hdr.feature.capable,
+                                          hdr.feature.ect1);
+                        if (hdr.feature.ramp_mark && hdr.feature.ect1) {
+                            ecn_mark.apply(hdr);
+                            ramp_marks.count(hdr.link.pkt.queue);
+                            hdr.link.pkt.flags = hdr.link.pkt.flags | PKT_MARKED;
+                        }
+                    }
+                }
+            }
+            if (hdr.link.pkt.flags & PKT_QUEUED != 0) {
+                enter_queue.apply(hdr);
+            }
+        } else {
+            if (hdr.pass.settles) {
+                // Its start was settled: take it, with its place in link order.
+                hdr.feature.setValid();
+                deferred_take.apply(hdr);
+                set_times.apply(hdr.feature.start, hdr.feature.cost, hdr.link);
+                hdr.link.pkt.leave_us = hdr.pass.now;   // settled: it has left
+                hdr.link.pkt.flags = hdr.link.pkt.flags & ~PKT_DEFERRED;
+            }
+            if (hdr.link.pkt.flags & PKT_QUEUED != 0 &&
+                hdr.pass.now >= hdr.link.pkt.leave_us) {
+                leave_queue.apply(hdr);
+            }
+        }
+
+        // A refused packet (admitted 0) is gone; the rest is the link's.
+        if (hdr.link.pkt.flags & PKT_ADMITTED != 0) {
+            // The last ARQ due so far is read where it is compared: most
+            // passes need none.
+            if (hdr.link.pkt.flags & PKT_LINK_DONE == 0 &&
+                hdr.pass.now >= hdr.link.pkt.attempt_us) {
+                random(hdr.pass.rand, 0, 0xffff);
+                link_errors.apply(hdr.pass.rand, hdr.link);
+                if (hdr.link.pkt.flags & PKT_LINK_DONE == 0) {   // retransmitted
+                    retransmissions.count(hdr.link.pkt.dir);
+                    if (hdr.link.pkt.retx == 1) {
+                        arq_delayed.count(hdr.link.pkt.dir);
+                    }
+                    retx_busy_until.read(hdr.pass.busy_until, hdr.link.pkt.dir);
+                    if (hdr.pass.busy_until <= hdr.pass.now) {   // a new block
+                        block_from.write(hdr.link.pkt.dir, hdr.link.pkt.pos);
+                    }
+                    if (hdr.link.pkt.due_us > hdr.pass.busy_until) {
+                        retx_busy_until.write(hdr.link.pkt.dir, hdr.link.pkt.due_us);
+                    }
+                }
+            }
+
+            release.apply(hdr.pass.now, hdr.pass.next, hdr.link);
+            release_pacing.apply(hdr, std);
+            release_next.write(hdr.link.pkt.dir, hdr.pass.next);
+
+            if (hdr.link.pkt.flags & PKT_RELEASED == 0) {
+                // Sleep until the next event: it leaves the router queue, an
+                // error draw, the due instant (never, for a deferred packet:
+                // see the fast path), or for a packet waiting for its turn in
+                // release order, in the turn lane, the instant it gives up
+                // waiting (Release sets it). A paced frame is due, and has its
+                // port.
+                if (hdr.link.pkt.flags & PKT_TURN != 0) {
+                    std.egress_spec = turn_port(hdr.link.pkt.seq);
+                    if (hdr.link.pkt.flags & PKT_HELD == 0) {
+                        retx_busy_until.read(hdr.pass.busy_until, hdr.link.pkt.dir);
+                        if (hdr.link.pkt.due_us < hdr.pass.busy_until) {
+                            held_behind.count(hdr.link.pkt.dir);
+                            hdr.link.pkt.flags = hdr.link.pkt.flags | PKT_HELD;
+                        }
+                    }
+                } else {
+                    if (std.egress_spec == 0) {
+                        std.egress_spec = hold_port(hdr.link.pkt.seq);
+                    }
+                    hdr.link.pkt.wake_us = hdr.link.pkt.due_us;
+                    if (hdr.link.pkt.flags & PKT_LINK_DONE == 0 &&
+                        hdr.link.pkt.attempt_us < hdr.link.pkt.wake_us) {
+                        hdr.link.pkt.wake_us = hdr.link.pkt.attempt_us;
+                    }
+                    if (hdr.link.pkt.flags & PKT_QUEUED != 0 &&
+                        hdr.link.pkt.leave_us < hdr.link.pkt.wake_us) {
+                        hdr.link.pkt.wake_us = hdr.link.pkt.leave_us;
+                    }
+                }
+            } else if (hdr.link.pkt.flags & (PKT_SKIPPED | PKT_LOG | PKT_LOST | PKT_DUPLICATE |
+                                             PKT_FLOOD) == 0) {
+                std.egress_spec = (bit<9>) hdr.link.pkt.dest;   // the common case: one test
+            } else {
+                if (hdr.link.pkt.flags & PKT_SKIPPED != 0) {
+                    release_skips.count(hdr.link.pkt.dir);
+                }
+                if (hdr.link.pkt.flags & PKT_LOG != 0) {
+                    log_clock_read.apply(hdr);
+                    if (hdr.link.pkt.flags & PKT_LOST != 0) {
+                        log_event(EVENT_DROP_LINK_ERROR, hdr.pass.clock);
+                    } else {
+                        log_event(EVENT_RELEASED, hdr.pass.clock);
+                    }
+                }
+                if (hdr.link.pkt.flags & PKT_LOST != 0) {
+                    drop_link_error.count(hdr.pass.dir_cell);
+                    mark_to_drop(std);
+                } else if (hdr.link.pkt.flags & PKT_DUPLICATE != 0) {
+                    duplicated.count(hdr.link.pkt.dir);
+                    std.mcast_grp = DUP_GROUP_BASE + hdr.link.pkt.dest;
+                } else if (hdr.link.pkt.flags & PKT_FLOOD != 0) {
+                    std.mcast_grp = hdr.link.pkt.dest;
+                } else {
+                    std.egress_spec = (bit<9>) hdr.link.pkt.dest;
+                }
+            }
+        }
+    }
+}
+
+
+#endif

@@ -1,0 +1,15 @@
+// v1model's constants: instance types, ports and groups of simple_switch.
+#ifndef LINKEMU_DEFINE_V1MODEL_P4
+#define LINKEMU_DEFINE_V1MODEL_P4
+
+const bit<32> INSTANCE_TYPE_RECIRC = 4;
+const bit<9>  CPU_PORT = 255;         // simple_switch_grpc --cpu-port: P4Runtime packet I/O
+const bit<16> DUP_GROUP_BASE = 256;   // + port: that port twice (PacketFaults' duplicate)
+const bit<8>  FL_HOLD = 1;            // empty (p4c warns so): the state rides in the packet
+
+// HELD_CELLS: BMv2 counts a held packet's bytes with the state it carries
+// ahead of the frame (link_state_h). The counters that can count a held
+// packet have a second half of cells for it, and the controller takes those
+// bytes off (dataplane.counter_cells), so every byte count is the frame's.
+
+#endif
