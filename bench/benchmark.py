@@ -27,15 +27,16 @@ from pathlib import Path
 
 from scipy import stats
 
-from linkemu import dataplane, leftovers
-from linkemu.dataplane import Port, PortLayout
-from linkemu.event_log import EventRecorder, against_captures, check_timing, read_events
-from linkemu.fidelity import compare, loss_bursts
-from linkemu.link_states import constant_errors, walk
-from linkemu.p4runtime import Switch, TableEntry, Ternary
-from linkemu.profile import parse_profile
-from linkemu.state_driver import StateDriver, running
-from linkemu.testbed import veth_switch, veth_testbed
+from linkemu.drivers.event_log import EventRecorder, against_captures, check_timing, read_events
+from linkemu.drivers.fidelity import compare, loss_bursts
+from linkemu.drivers.state_driver import StateDriver, running
+from linkemu.model.link_states import constant_errors, walk
+from linkemu.model.profile import parse_profile
+from linkemu.switch import dataplane
+from linkemu.switch.dataplane import Port, PortLayout
+from linkemu.switch.p4runtime import Switch, TableEntry, Ternary
+from linkemu.testbed import leftovers
+from linkemu.testbed.veth_switch import veth_switch, veth_testbed
 
 from report import BUSY, TARGET_RATE_BPS, rate_label, write_report
 from traffic import flood, frame_seq, paced

@@ -28,13 +28,14 @@ import sys
 import time
 from pathlib import Path
 
-from linkemu import dataplane, leftovers
-from linkemu.bmv2 import free_tcp_port
-from linkemu.emunet import emulated_link
-from linkemu.event_log import outcomes, read_events
-from linkemu.p4runtime import Switch
-from linkemu.profile import load_profile
-from linkemu.state_driver import StateDriver
+from linkemu.drivers.event_log import outcomes, read_events
+from linkemu.drivers.state_driver import StateDriver
+from linkemu.model.profile import load_profile
+from linkemu.switch import dataplane
+from linkemu.switch.p4runtime import Switch
+from linkemu.testbed import leftovers
+from linkemu.testbed.bmv2 import free_tcp_port
+from linkemu.testbed.emunet import emulated_link
 
 ROOT = Path(__file__).resolve().parent.parent
 PROFILE = ROOT / "profiles" / "swww-medium-arq.yaml"

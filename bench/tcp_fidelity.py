@@ -15,13 +15,14 @@ import tempfile
 import time
 from pathlib import Path
 
-from linkemu import dataplane, leftovers
-from linkemu.bmv2 import free_tcp_port
-from linkemu.capture import Capture
-from linkemu.emunet import emulated_link
-from linkemu.fidelity import compare
-from linkemu.p4runtime import Switch
-from linkemu.profile import load_profile
+from linkemu.drivers.fidelity import compare
+from linkemu.model.profile import load_profile
+from linkemu.switch import dataplane
+from linkemu.switch.p4runtime import Switch
+from linkemu.testbed import leftovers
+from linkemu.testbed.bmv2 import free_tcp_port
+from linkemu.testbed.capture import Capture
+from linkemu.testbed.emunet import emulated_link
 
 
 def measure(profile_path, seconds, workdir):

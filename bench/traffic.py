@@ -16,7 +16,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from linkemu.capture import Capture
+from linkemu.testbed.capture import Capture
 
 ETHER_TYPE = "88b5"   # IEEE local experimental: no host stack answers it
 

@@ -15,12 +15,12 @@ import sys
 from mininet.cli import CLI
 from mininet.log import setLogLevel
 
-from linkemu import leftovers
-from linkemu.bmv2 import GET_TOOLS, SWITCH_TOOLS, missing_tools
-from linkemu.emunet import BUILD, emulated_link
-from linkemu.link_states import TimelineError, read_timeline, walk
-from linkemu.profile import ProfileError, load_profile
-from linkemu.state_driver import default_record_path
+from linkemu.drivers.state_driver import default_record_path
+from linkemu.model.link_states import TimelineError, read_timeline, walk
+from linkemu.model.profile import ProfileError, load_profile
+from linkemu.testbed import leftovers
+from linkemu.testbed.bmv2 import GET_TOOLS, SWITCH_TOOLS, missing_tools
+from linkemu.testbed.emunet import BUILD, emulated_link
 
 
 def main(argv=None):
@@ -34,7 +34,7 @@ def main(argv=None):
     parser.add_argument("--record", metavar="CSV", help="where to record the applied state "
                         "timeline (default timeline-PROFILE-TIME.csv)")
     parser.add_argument("--event-log", metavar="CSV",
-                        help="log every packet's fate (linkemu.event_log) to this file")
+                        help="log every packet's fate (linkemu.drivers.event_log) to this file")
     parser.add_argument("--grpc-port", type=int, default=9559,
                         help="P4Runtime port on 127.0.0.1 (default %(default)s)")
     args = parser.parse_args(argv)

@@ -4,8 +4,8 @@ kernel-timestamped captures on the test's own interfaces."""
 
 import numpy as np
 
-from linkemu.event_log import EventRecorder, check_timing, outcomes, read_events
-from linkemu.state_driver import running
+from linkemu.drivers.event_log import EventRecorder, check_timing, outcomes, read_events
+from linkemu.drivers.state_driver import running
 from linkemu_base import FIXED_PORT, MOBILE_PORTS, LinkemuTest, frame_seq
 
 MOBILE = MOBILE_PORTS[0]

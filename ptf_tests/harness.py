@@ -13,9 +13,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from linkemu import leftovers
-from linkemu.bmv2 import GET_TOOLS, SWITCH_TOOLS, missing_tools
-from linkemu.testbed import veth_testbed
+from linkemu.testbed import leftovers
+from linkemu.testbed.bmv2 import GET_TOOLS, SWITCH_TOOLS, missing_tools
+from linkemu.testbed.veth_switch import veth_testbed
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent

@@ -18,12 +18,12 @@ from ptf import testutils
 from scapy.layers.inet import IP, UDP
 from scapy.layers.l2 import Ether
 
-from linkemu import dataplane
-from linkemu.capture import Capture
-from linkemu.fidelity import compare
-from linkemu.link_states import constant_errors
-from linkemu.p4runtime import Switch
-from linkemu.profile import parse_profile
+from linkemu.drivers.fidelity import compare
+from linkemu.model.link_states import constant_errors
+from linkemu.model.profile import parse_profile
+from linkemu.switch import dataplane
+from linkemu.switch.p4runtime import Switch
+from linkemu.testbed.capture import Capture
 
 FIXED_PORT = 1
 MOBILE_PORTS = (2, 3)

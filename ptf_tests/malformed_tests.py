@@ -19,9 +19,9 @@ from scapy.layers.inet import IP, UDP, IPOption
 from scapy.layers.inet6 import IPv6
 from scapy.layers.l2 import Dot1Q, Ether
 
-from linkemu.capture import Capture
-from linkemu.event_log import EventRecorder, read_events
-from linkemu.state_driver import running
+from linkemu.drivers.event_log import EventRecorder, read_events
+from linkemu.drivers.state_driver import running
+from linkemu.testbed.capture import Capture
 from linkemu_base import (FIXED_PORT, HOST_IPS, HOST_MACS, MOBILE_PORTS,
                           LinkemuTest, frame_seq, profile, udp_frame)
 

@@ -7,8 +7,8 @@ timestamps of captures on the test's own interfaces."""
 
 import threading
 
-from linkemu.rate_schedule import RateTrace
-from linkemu.state_driver import RateDriver
+from linkemu.drivers.state_driver import RateDriver
+from linkemu.model.rate_schedule import RateTrace
 from linkemu_base import FIXED_PORT, MAX_LATE_S, MOBILE_PORTS, LinkemuTest, frame_seq, profile
 
 MOBILE = MOBILE_PORTS[0]

@@ -6,7 +6,8 @@ import time
 from scapy.layers.inet import IP
 from scapy.layers.l2 import Ether
 
-from linkemu import dataplane, queue_monitor
+from linkemu.drivers import queue_monitor
+from linkemu.switch import dataplane
 from linkemu_base import (FIXED_PORT, MOBILE_PORTS, LinkemuTest, frame_seq, profile, seqs,
                           udp_frame)
 

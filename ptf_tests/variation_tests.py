@@ -10,7 +10,7 @@ bounds at 99.99 % and distributions by their deciles (JitterDistributionTest).""
 
 import numpy as np
 
-from linkemu.jitter import delay_table
+from linkemu.model.jitter import delay_table
 from linkemu_base import (FIXED_PORT, MAX_LATE_S, MOBILE_PORTS, P90_LATE_S, LinkemuTest, frame_seq,
                           profile)
 from wireless_tests import binomial_bounds

@@ -10,12 +10,13 @@ import time
 
 from scipy import stats
 
-from linkemu import dataplane, switch_clock
-from linkemu.bmv2 import free_tcp_port
-from linkemu.fidelity import loss_bursts
-from linkemu.link_states import Segment, walk
-from linkemu.p4runtime import Switch
-from linkemu.state_driver import StateDriver
+from linkemu.drivers import switch_clock
+from linkemu.drivers.fidelity import loss_bursts
+from linkemu.drivers.state_driver import StateDriver
+from linkemu.model.link_states import Segment, walk
+from linkemu.switch import dataplane
+from linkemu.switch.p4runtime import Switch
+from linkemu.testbed.bmv2 import free_tcp_port
 from linkemu_base import (FIXED_PORT, MAX_LATE_S, MOBILE_PORTS, LinkemuTest, frame_seq,
                           profile, seqs)
 

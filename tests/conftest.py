@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from linkemu.bmv2 import SWITCH_TOOLS, missing_tools
+from linkemu.testbed.bmv2 import SWITCH_TOOLS, missing_tools
 
 ROOT = Path(__file__).resolve().parent.parent
 # mininet/ has no __init__.py: its modules are imported by name, and the

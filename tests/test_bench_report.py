@@ -12,8 +12,8 @@ sys.path.append(str(Path(__file__).resolve().parent.parent / "bench"))
 import benchmark  # noqa: E402
 import report  # noqa: E402
 import traffic  # noqa: E402
-from linkemu.fidelity import Frame  # noqa: E402
-from linkemu.p4runtime import P4Info  # noqa: E402
+from linkemu.drivers.fidelity import Frame  # noqa: E402
+from linkemu.switch.p4runtime import P4Info  # noqa: E402
 
 
 def cell(rate, load, p99, rate_error=None, held=30):
@@ -432,8 +432,8 @@ def test_the_event_log_run_checks_the_cell_against_its_captures_and_the_saturate
     from contextlib import contextmanager
     from types import SimpleNamespace
 
-    from linkemu.event_log import FIELDS, Event
-    from linkemu.fidelity import model_due
+    from linkemu.drivers.event_log import FIELDS, Event
+    from linkemu.drivers.fidelity import model_due
     direction = benchmark.link("10000kbit", "20ms").downlink
     start = 500.0   # the switch's clock's 0 on the capture clock
     arrivals = [Frame(501.0 + i * 0.001, traffic.frame(i, 500), 500) for i in range(20)]

@@ -11,10 +11,10 @@ from scapy.layers.inet import IP, TCP
 from scapy.utils import PcapReader
 
 from conftest import needs_mininet
-from linkemu import dataplane
-from linkemu.bmv2 import free_tcp_port
-from linkemu.p4runtime import Switch
-from linkemu.profile import load_profile
+from linkemu.model.profile import load_profile
+from linkemu.switch import dataplane
+from linkemu.switch.p4runtime import Switch
+from linkemu.testbed.bmv2 import free_tcp_port
 
 ROOT = Path(__file__).resolve().parent.parent
 BULK_BYTES = 150_000
@@ -45,7 +45,7 @@ def ack_bursts(pcap, rate_bps, server_port=5201):
 
 
 def test_ack_bursts_after_bad_states_and_bulk_completes(tmp_path):
-    from linkemu.emunet import emulated_link
+    from linkemu.testbed.emunet import emulated_link
     profile = load_profile(ROOT / "profiles" / "swww-medium-arq.yaml")
     record = tmp_path / "timeline.csv"
     pcap = tmp_path / "server-in.pcap"

@@ -8,10 +8,10 @@ from scapy.layers.inet import IP, TCP
 from scapy.utils import PcapReader
 
 from conftest import needs_mininet
-from linkemu import dataplane
-from linkemu.bmv2 import free_tcp_port
-from linkemu.p4runtime import Switch
-from linkemu.profile import parse_profile
+from linkemu.model.profile import parse_profile
+from linkemu.switch import dataplane
+from linkemu.switch.p4runtime import Switch
+from linkemu.testbed.bmv2 import free_tcp_port
 
 pytestmark = needs_mininet("iperf3", "tcpdump")
 
@@ -20,7 +20,7 @@ LINK = {"rate": "2Mbit", "delay": "20ms", "queue": 100,
 
 
 def test_two_ecn_flows_are_marked_not_dropped(tmp_path):
-    from linkemu.emunet import emulated_link
+    from linkemu.testbed.emunet import emulated_link
     profile = parse_profile({"downlink": LINK, "uplink": {"rate": "2Mbit", "delay": "20ms"}})
     pcap = tmp_path / "receiver.pcap"
     port = free_tcp_port()

@@ -10,8 +10,8 @@ import yaml
 
 from conftest import needs_mininet
 from linkemu import cli
-from linkemu.apps import page_objects
-from linkemu.experiment import load_experiment
+from linkemu.experiments.apps import page_objects
+from linkemu.experiments.experiment import load_experiment
 
 ROOT = Path(__file__).resolve().parent.parent
 pytestmark = needs_mininet("tcpdump")

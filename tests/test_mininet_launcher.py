@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from conftest import needs_mininet
-from linkemu.bmv2 import free_tcp_port
+from linkemu.testbed.bmv2 import free_tcp_port
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -8,11 +8,11 @@ import json
 import time
 
 from conftest import needs_mininet
-from linkemu import dataplane
-from linkemu.bmv2 import free_tcp_port
-from linkemu.event_log import check_timing, outcomes, read_events
-from linkemu.p4runtime import Switch
-from linkemu.profile import parse_profile
+from linkemu.drivers.event_log import check_timing, outcomes, read_events
+from linkemu.model.profile import parse_profile
+from linkemu.switch import dataplane
+from linkemu.switch.p4runtime import Switch
+from linkemu.testbed.bmv2 import free_tcp_port
 
 pytestmark = needs_mininet("iperf3")
 
@@ -23,7 +23,7 @@ PROFILE = {"downlink": {"rate": "10Mbit", "delay": "20ms", "queue": 200, "rate_c
 
 
 def test_rate_changes_and_the_event_log_in_mininet(tmp_path):
-    from linkemu.emunet import emulated_link
+    from linkemu.testbed.emunet import emulated_link
     profile = parse_profile(PROFILE, source="test profile")
     rates, events_path = tmp_path / "rates.csv", tmp_path / "events.csv"
     grpc_port = free_tcp_port()

@@ -11,8 +11,8 @@ import subprocess
 import pytest
 
 from conftest import needs_mininet
-from linkemu.bmv2 import free_tcp_port
-from linkemu.profile import load_profile
+from linkemu.model.profile import load_profile
+from linkemu.testbed.bmv2 import free_tcp_port
 from test_mininet_tcp import ROOT
 
 pytestmark = needs_mininet("ss", "nft")
@@ -23,7 +23,7 @@ CONNECT = ("python3 -c 'import socket, sys; s = socket.socket(); s.settimeout(2)
 
 @pytest.fixture(scope="module")
 def net():
-    from linkemu.emunet import emulated_link
+    from linkemu.testbed.emunet import emulated_link
     with emulated_link(load_profile(ROOT / "profiles" / "ethernet.yaml"),
                        grpc_port=free_tcp_port(), drive=False) as net:
         yield net

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from conftest import needs_mininet
-from linkemu.bmv2 import free_tcp_port
-from linkemu.profile import load_profile
+from linkemu.model.profile import load_profile
+from linkemu.testbed.bmv2 import free_tcp_port
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -19,7 +19,7 @@ pytestmark = needs_mininet("iperf3", "ping")
 
 @pytest.fixture(scope="module")
 def link_1mbit_50ms():
-    from linkemu.emunet import emulated_link
+    from linkemu.testbed.emunet import emulated_link
     profile = load_profile(ROOT / "profiles" / "1mbit-50ms.yaml")
     with emulated_link(profile, grpc_port=free_tcp_port()) as net:
         yield net

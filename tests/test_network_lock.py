@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-emunet = pytest.importorskip("linkemu.emunet", reason="Mininet is not installed")
+emunet = pytest.importorskip("linkemu.testbed.emunet", reason="Mininet is not installed")
 
 
 def test_a_second_network_is_refused_while_the_first_is_up(tmp_path, monkeypatch):
@@ -18,7 +18,7 @@ def test_a_second_network_is_refused_while_the_first_is_up(tmp_path, monkeypatch
         # Another process, as a second launcher would be.
         second = subprocess.run(
             [sys.executable, "-c",
-             "import pathlib, linkemu.emunet as e\n"
+             "import pathlib, linkemu.testbed.emunet as e\n"
              f"e.LOCK_PATH = pathlib.Path({str(tmp_path / 'lock')!r})\n"
              "with e.only_network(): pass"],
             capture_output=True, text=True)

@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from linkemu import dataplane, event_log
+from linkemu.drivers import event_log
+from linkemu.switch import dataplane
 
 BMV2_JSON = Path(__file__).resolve().parent.parent / "build" / "linkemu.json"
 

@@ -5,8 +5,8 @@ from pathlib import Path
 
 sys.path.append(str(Path(__file__).resolve().parent.parent / "bench"))
 import soak  # noqa: E402
-from linkemu import dataplane  # noqa: E402
-from linkemu.event_log import FLAGS, Event  # noqa: E402
+from linkemu.drivers.event_log import FLAGS, Event  # noqa: E402
+from linkemu.switch import dataplane  # noqa: E402
 
 
 def event(arrival_s, error_ms, direction="downlink", outcome="released", flags=0):

@@ -7,17 +7,18 @@ import os
 import sys
 from pathlib import Path
 
-from . import dataplane, leftovers
-from .bmv2 import GET_TOOLS, SWITCH_TOOLS, missing_tools
-from .dataplane import Port, PortLayout
-from .experiment import ExperimentError, load_experiment
-from .fields import shown
-from .link_states import TimelineError, read_timeline, walk, write_timeline
-from .p4runtime import P4Info, P4RuntimeError, Switch
-from .profile import ProfileError, load_profile
-from .queue_monitor import QueueMonitor
-from .results import ResultsError, against_study, cell_statistics
-from .state_driver import RateDriver, StateDriver, default_record_path
+from .drivers.queue_monitor import QueueMonitor
+from .drivers.state_driver import RateDriver, StateDriver, default_record_path
+from .experiments.experiment import ExperimentError, load_experiment
+from .experiments.results import ResultsError, against_study, cell_statistics
+from .model.fields import shown
+from .model.link_states import TimelineError, read_timeline, walk, write_timeline
+from .model.profile import ProfileError, load_profile
+from .switch import dataplane
+from .switch.dataplane import Port, PortLayout
+from .switch.p4runtime import P4Info, P4RuntimeError, Switch
+from .testbed import leftovers
+from .testbed.bmv2 import GET_TOOLS, SWITCH_TOOLS, missing_tools
 
 
 P4INFO = "build/linkemu.p4info.txtpb"
@@ -208,8 +209,8 @@ def _experiment_run(args):
     # works on any machine with a switch.
     from mininet.log import setLogLevel
 
-    from .emunet import BUILD
-    from .runner import run_batch
+    from .testbed.emunet import BUILD
+    from .experiments.runner import run_batch
 
     experiment = load_experiment(args.file, short=args.short)
     apps = {f.app for flows in experiment.workloads.values() for f in flows}

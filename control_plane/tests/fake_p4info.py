@@ -4,10 +4,10 @@ and sizes a test chooses (not the program's: those come from its P4Info)."""
 
 from p4.config.v1 import p4info_pb2
 
-from linkemu import dataplane
-from linkemu.link_states import constant_errors
-from linkemu.p4runtime import P4Info, Range, Ternary
-from linkemu.profile import parse_profile
+from linkemu.model.link_states import constant_errors
+from linkemu.model.profile import parse_profile
+from linkemu.switch import dataplane
+from linkemu.switch.p4runtime import P4Info, Range, Ternary
 
 MATCH_KINDS = {Ternary: p4info_pb2.MatchField.TERNARY, Range: p4info_pb2.MatchField.RANGE}
 RED = {"min": 2, "max": 7, "max_p": 0.1, "weight": 0.002}

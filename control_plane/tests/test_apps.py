@@ -12,9 +12,9 @@ from contextlib import contextmanager
 
 import pytest
 
-from linkemu import apps
+from linkemu.experiments import apps
 
-APPS = [sys.executable, "-m", "linkemu.apps"]
+APPS = [sys.executable, "-m", "linkemu.experiments.apps"]
 LOOPBACK = "127.0.0.1"
 
 

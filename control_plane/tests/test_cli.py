@@ -8,10 +8,13 @@ import yaml
 from google.protobuf import text_format
 
 import fake_p4info
-from linkemu import cli, emunet, link_states, results, runner
-from linkemu.bmv2 import free_tcp_port
+from linkemu import cli
 from linkemu.cli import main
-from linkemu.p4runtime import TableEntry
+from linkemu.experiments import results, runner
+from linkemu.model import link_states
+from linkemu.switch.p4runtime import TableEntry
+from linkemu.testbed import emunet
+from linkemu.testbed.bmv2 import free_tcp_port
 
 
 def test_check_prints_both_directions(capsys, tmp_path):

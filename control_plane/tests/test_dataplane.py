@@ -1,11 +1,12 @@
 import pytest
 from p4.config.v1 import p4info_pb2
 
-from linkemu import dataplane, queue_monitor
-from linkemu.dataplane import Port, PortLayout, byte_cost_q, link_params_entries
-from linkemu.link_states import constant_errors
-from linkemu.p4runtime import P4Info, P4RuntimeError, TableEntry, Ternary, encode
-from linkemu.profile import parse_profile
+from linkemu.drivers import queue_monitor
+from linkemu.model.link_states import constant_errors
+from linkemu.model.profile import parse_profile
+from linkemu.switch import dataplane
+from linkemu.switch.dataplane import Port, PortLayout, byte_cost_q, link_params_entries
+from linkemu.switch.p4runtime import P4Info, P4RuntimeError, TableEntry, Ternary, encode
 
 
 def test_byte_cost_is_microseconds_per_byte_in_q20():

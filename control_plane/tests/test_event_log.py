@@ -4,11 +4,11 @@ import pytest
 from p4.config.v1 import p4info_pb2
 from p4.v1 import p4runtime_pb2
 
-from linkemu import dataplane
-from linkemu.event_log import (FIELD_BITS, FIELDS, Event, EventRecorder, check_timing,
+from linkemu.drivers.event_log import (FIELD_BITS, FIELDS, Event, EventRecorder, check_timing,
                                event_from_digest, outcomes, read_events)
-from linkemu.p4runtime import P4Info, P4RuntimeError, Switch
-from linkemu.runner import RunOnce
+from linkemu.experiments.runner import RunOnce
+from linkemu.switch import dataplane
+from linkemu.switch.p4runtime import P4Info, P4RuntimeError, Switch
 from test_experiment import experiment as experiment_data, parse, problems
 
 
@@ -198,8 +198,8 @@ def synthetic_cell(count=200, start=1000.25, spacing=0.0004):
     switch's clock starts at `start` on the capture clock, takes each frame
     in 20-80 us after its capture, and its log stamps each release 0.3 ms
     before the frame is captured leaving (1.3 ms for every tenth)."""
-    from linkemu.fidelity import Frame, model_due
-    from linkemu.profile import Direction
+    from linkemu.drivers.fidelity import Frame, model_due
+    from linkemu.model.profile import Direction
     link = Direction(rate_bps=10e6, delay_us=20_000, queue_packets=1000, overhead_bytes=0)
     arrivals = [Frame(1001.0 + i * spacing, i.to_bytes(4, "big"), 514) for i in range(count)]
     dues = model_due(arrivals, link)
@@ -219,7 +219,7 @@ def synthetic_cell(count=200, start=1000.25, spacing=0.0004):
 
 
 def test_events_pair_with_captured_arrivals_in_order_despite_extras_on_either_side():
-    from linkemu.event_log import match_arrivals
+    from linkemu.drivers.event_log import match_arrivals
     _, arrivals, _, events = synthetic_cell()
     # Another host's frame the captures leave out (IPv6 chatter: its own
     # length), and two frames the switch never took in.
@@ -233,7 +233,7 @@ def test_events_pair_with_captured_arrivals_in_order_despite_extras_on_either_si
 
 
 def test_frames_taken_in_late_together_still_pair_in_order():
-    from linkemu.event_log import match_arrivals
+    from linkemu.drivers.event_log import match_arrivals
     _, arrivals, _, events = synthetic_cell(count=200)
     # The switch was busy: frames 20-119 were taken in at once, 40 ms
     # after frame 20 came, just after frame 119 came.
@@ -246,7 +246,7 @@ def test_frames_taken_in_late_together_still_pair_in_order():
 
 
 def test_the_log_is_compared_with_the_captures_frame_by_frame():
-    from linkemu.event_log import against_captures
+    from linkemu.drivers.event_log import against_captures
     link, arrivals, departures, events = synthetic_cell()
     lost = departures.pop(33)   # captured coming in, never seen leaving
     events += [Event("uplink", "released", 1, 500, 1, 1, 1, 99_999_999, 0, 0)]
@@ -275,7 +275,7 @@ def test_the_log_is_compared_with_the_captures_frame_by_frame():
 
 
 def test_a_log_that_releases_after_the_frame_left_contradicts_the_captures():
-    from linkemu.event_log import against_captures
+    from linkemu.drivers.event_log import against_captures
     link, arrivals, departures, events = synthetic_cell(count=20)
     events[5] = Event(**{**events[5].__dict__, "event_us": events[5].event_us + 5000})
     summary = against_captures(events, arrivals, departures, link).summary()
@@ -283,7 +283,7 @@ def test_a_log_that_releases_after_the_frame_left_contradicts_the_captures():
 
 
 def test_overshoots_are_counted_by_each_side_and_by_both():
-    from linkemu.event_log import against_captures
+    from linkemu.drivers.event_log import against_captures
     link, arrivals, departures, events = synthetic_cell(count=50)
     # Frame 10 late by 15 ms in both, frame 20 only on its way out.
     events[10] = Event(**{**events[10].__dict__, "event_us": events[10].due_us + 15_000})
@@ -294,5 +294,5 @@ def test_overshoots_are_counted_by_each_side_and_by_both():
 
 
 def Frame_at(frame, event_us, then):
-    from linkemu.fidelity import Frame
+    from linkemu.drivers.fidelity import Frame
     return Frame(event_us / 1e6 + then, frame.data, frame.length)

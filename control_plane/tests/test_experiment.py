@@ -3,8 +3,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from linkemu.experiment import ExperimentError, load_experiment, parse_experiment
-from linkemu.tcp_config import HostTcp
+from linkemu.experiments.experiment import ExperimentError, load_experiment, parse_experiment
+from linkemu.experiments.tcp_config import HostTcp
 
 ROOT = Path(__file__).resolve().parents[2]
 PROFILES = ROOT / "profiles"

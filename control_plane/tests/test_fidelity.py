@@ -1,5 +1,5 @@
-from linkemu.fidelity import Frame, compare, frame_fields, model_due
-from linkemu.profile import Direction, parse_profile
+from linkemu.drivers.fidelity import Frame, compare, frame_fields, model_due
+from linkemu.model.profile import Direction, parse_profile
 
 
 def burst(count, length=500, t0=1.0, gap=0.0):
@@ -121,7 +121,7 @@ def test_shares_cap_each_class():
 
 
 def test_loss_bursts_are_runs_of_consecutive_losses():
-    from linkemu.fidelity import loss_bursts
+    from linkemu.drivers.fidelity import loss_bursts
     assert loss_bursts([]) == []
     assert loss_bursts([True, True, False, True, False, False, True, True, True]) == [2, 1, 3]
 

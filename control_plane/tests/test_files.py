@@ -6,9 +6,9 @@ import time
 
 import pytest
 
-from linkemu.experiment import ExperimentError, load_experiment
-from linkemu.files import MAX_YAML_BYTES, load_yaml
-from linkemu.profile import ProfileError, load_profile
+from linkemu.experiments.experiment import ExperimentError, load_experiment
+from linkemu.model.files import MAX_YAML_BYTES, load_yaml
+from linkemu.model.profile import ProfileError, load_profile
 
 
 def problem(path):

@@ -3,7 +3,7 @@ import socket
 import dpkt
 import pytest
 
-from linkemu.flows import (carried, jain_index, link_losses, read_packets, summary,
+from linkemu.experiments.flows import (carried, jain_index, link_losses, read_packets, summary,
                            tcp_connections, throughput_series, udp_flows)
 
 CLIENT, SERVER = ("10.0.0.2", 40000), ("10.0.0.1", 5001)
@@ -213,7 +213,7 @@ def test_throughput_series_bins_payload_bits():
 
 
 def pcap_free_packets():
-    from linkemu.flows import Packet
+    from linkemu.experiments.flows import Packet
     common = dict(src="10.0.0.1", dst="10.0.0.2", proto="udp", sport=1, dport=2, ip_id=0,
                   ip_len=128, ecn=0)
     return [Packet(ts=10.1, payload_len=100, **common), Packet(ts=10.9, payload_len=100, **common),

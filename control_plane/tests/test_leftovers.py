@@ -7,7 +7,7 @@ import textwrap
 
 import pytest
 
-from linkemu import leftovers
+from linkemu.testbed import leftovers
 
 
 @pytest.fixture
@@ -89,7 +89,7 @@ def test_a_terminated_process_ends_through_its_teardown(tmp_path):
     done = tmp_path / "teardown"
     script = textwrap.dedent(f"""
         import os, signal, sys, time
-        from linkemu import leftovers
+        from linkemu.testbed import leftovers
         leftovers.exit_on_termination()
         try:
             os.kill(os.getpid(), getattr(signal, 'SIG' + sys.argv[1]))

@@ -4,9 +4,9 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from linkemu.link_states import (Duration, TimelineError, read_timeline, walk,
+from linkemu.model.link_states import (Duration, TimelineError, read_timeline, walk,
                                  write_timeline)
-from linkemu.profile import ProfileError, parse_profile
+from linkemu.model.profile import ProfileError, parse_profile
 
 SWWW = {
     "seed": 7,

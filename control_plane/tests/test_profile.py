@@ -3,7 +3,7 @@ from pathlib import Path
 
 import pytest
 
-from linkemu.profile import DEFAULT_QUEUE_PACKETS, ProfileError, load_profile, parse_profile
+from linkemu.model.profile import DEFAULT_QUEUE_PACKETS, ProfileError, load_profile, parse_profile
 
 PROFILES = Path(__file__).resolve().parents[2] / "profiles"
 

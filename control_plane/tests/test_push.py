@@ -10,10 +10,10 @@ from google.protobuf import text_format
 from p4.v1 import p4runtime_pb2
 
 import fake_p4info
-from linkemu import dataplane
 from linkemu.cli import main
-from linkemu.p4runtime import P4Info, P4RuntimeError, Switch, _entry_key
-from linkemu.profile import ProfileError, load_profile, parse_profile
+from linkemu.model.profile import ProfileError, load_profile, parse_profile
+from linkemu.switch import dataplane
+from linkemu.switch.p4runtime import P4Info, P4RuntimeError, Switch, _entry_key
 
 ROOT = Path(__file__).resolve().parents[2]
 BUILT = ROOT / "build" / "linkemu.p4info.txtpb"

@@ -3,11 +3,11 @@ import random
 
 import pytest
 
-from linkemu import dataplane
-from linkemu.p4runtime import SwitchUnreachable
-from linkemu.profile import ProfileError, parse_profile
-from linkemu.rate_schedule import RateSegment, RateTrace, read_trace_file
-from linkemu.state_driver import RateDriver, rate_changes
+from linkemu.drivers.state_driver import RateDriver, rate_changes
+from linkemu.model.profile import ProfileError, parse_profile
+from linkemu.model.rate_schedule import RateSegment, RateTrace, read_trace_file
+from linkemu.switch import dataplane
+from linkemu.switch.p4runtime import SwitchUnreachable
 
 
 def problems_of(data, base_dir="."):

@@ -4,9 +4,9 @@ from pathlib import Path
 
 import pytest
 
-from linkemu import results, run_metrics
-from linkemu.experiment import parse_experiment
-from linkemu.flows import Connection, DataStats
+from linkemu.experiments import results, run_metrics
+from linkemu.experiments.experiment import parse_experiment
+from linkemu.experiments.flows import Connection, DataStats
 
 ROOT = Path(__file__).resolve().parents[2]
 

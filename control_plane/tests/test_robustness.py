@@ -18,12 +18,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import fake_p4info
-from linkemu import dataplane
-from linkemu.experiment import MAX_RUNS, ExperimentError, load_experiment, parse_experiment
-from linkemu.files import load_yaml
-from linkemu.link_states import walk
-from linkemu.profile import ProfileError, load_profile, parse_profile
-from linkemu.rate_schedule import read_trace_file
+from linkemu.experiments.experiment import (MAX_RUNS, ExperimentError, load_experiment,
+                                            parse_experiment)
+from linkemu.model.files import load_yaml
+from linkemu.model.link_states import walk
+from linkemu.model.profile import ProfileError, load_profile, parse_profile
+from linkemu.model.rate_schedule import read_trace_file
+from linkemu.switch import dataplane
 
 ROOT = Path(__file__).resolve().parents[2]
 SECONDS = 10              # per example, the slowest valid profiles included

@@ -6,8 +6,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from linkemu import apps, dataplane, runner
-from linkemu.experiment import Flow
+from linkemu.experiments import apps, runner
+from linkemu.experiments.experiment import Flow
+from linkemu.switch import dataplane
 
 
 def test_frames_that_never_leave_are_counted_and_given_their_likely_cause(monkeypatch):

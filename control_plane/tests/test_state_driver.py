@@ -2,12 +2,13 @@ import time
 
 import pytest
 
-from linkemu import dataplane, switch_clock
-from linkemu.link_states import Segment
-from linkemu.p4runtime import P4RuntimeError, SwitchUnreachable
-from linkemu.profile import parse_profile
-from linkemu.state_driver import STATE_LEAD_S, StateDriver
-from linkemu.switch_clock import ProbeSample, SwitchClock
+from linkemu.drivers import switch_clock
+from linkemu.drivers.state_driver import STATE_LEAD_S, StateDriver
+from linkemu.drivers.switch_clock import ProbeSample, SwitchClock
+from linkemu.model.link_states import Segment
+from linkemu.model.profile import parse_profile
+from linkemu.switch import dataplane
+from linkemu.switch.p4runtime import P4RuntimeError, SwitchUnreachable
 
 
 class ClockedSwitch:

@@ -2,7 +2,7 @@ import re
 
 import pytest
 
-from linkemu.tcp_config import HostTcp, TcpConfigError, apply, read_back, verify
+from linkemu.experiments.tcp_config import HostTcp, TcpConfigError, apply, read_back, verify
 
 
 class FakeHost:

@@ -9,7 +9,7 @@ from thrift.protocol import TBinaryProtocol
 from thrift.Thrift import TApplicationException, TMessageType, TType
 from thrift.transport import TSocket, TTransport
 
-from linkemu.thrift_runtime import SwitchQueues, ThriftError
+from linkemu.switch.thrift_runtime import SwitchQueues, ThriftError
 
 
 class FakeSwitch(threading.Thread):

@@ -1,6 +1,6 @@
 import pytest
 
-from linkemu.units import UnitError, format_rate, format_time_us, parse_rate, parse_time_us
+from linkemu.model.units import UnitError, format_rate, format_time_us, parse_rate, parse_time_us
 
 
 @pytest.mark.parametrize("text, bps", [

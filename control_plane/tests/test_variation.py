@@ -5,9 +5,9 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from linkemu import dataplane
-from linkemu.jitter import TABLE_SIZE, Jitter, delay_table
-from linkemu.profile import ProfileError, parse_profile
+from linkemu.model.jitter import TABLE_SIZE, Jitter, delay_table
+from linkemu.model.profile import ProfileError, parse_profile
+from linkemu.switch import dataplane
 
 
 def direction(**fields):

@@ -19,20 +19,21 @@ from dataclasses import asdict
 from itertools import groupby
 from pathlib import Path
 
-from . import dataplane, plots, results, run_metrics, tcp_config
-from .bmv2 import free_tcp_port
-from .capture import Capture
-from .emunet import SwitchDied, emulated_link, link_drivers
-from .link_states import walk
-from .p4runtime import Switch
-from .queue_monitor import QueueMonitor
+from ..drivers.queue_monitor import QueueMonitor
+from ..model.link_states import walk
+from ..switch import dataplane
+from ..switch.p4runtime import Switch
+from ..testbed.bmv2 import free_tcp_port
+from ..testbed.capture import Capture
+from ..testbed.emunet import SwitchDied, emulated_link, link_drivers
+from . import plots, results, run_metrics, tcp_config
 
 FIRST_PORT = 5001
 # A TCP socket in these states has not yet seen its connection's end.
 CLOSING_STATES = ("state syn-sent state syn-recv state established state fin-wait-1 "
                   "state closing state last-ack")
 IDLE_TIMEOUT_S = 60.0
-APPS = [sys.executable, "-m", "linkemu.apps"]
+APPS = [sys.executable, "-m", "linkemu.experiments.apps"]
 
 
 class RunError(RuntimeError):

@@ -1,5 +1,5 @@
 """veth pairs for test beds, created and deleted by name, never by pattern,
-and recorded (linkemu.leftovers) while they exist."""
+and recorded (linkemu.testbed.leftovers) while they exist."""
 
 import subprocess
 

@@ -17,7 +17,7 @@ from google.protobuf import text_format
 from p4.config.v1 import p4info_pb2
 from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 
-from .fields import shown
+from ..model.fields import shown
 
 
 class P4RuntimeError(RuntimeError):

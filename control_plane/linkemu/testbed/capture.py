@@ -5,7 +5,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from .fidelity import read_frames
+from ..drivers.fidelity import read_frames
 
 
 class Capture:

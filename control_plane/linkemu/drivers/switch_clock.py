@@ -13,8 +13,8 @@ import itertools
 import time
 from dataclasses import dataclass
 
-from .bmv2 import CPU_PORT
-from .p4runtime import P4RuntimeError
+from ..switch.dataplane import CPU_PORT
+from ..switch.p4runtime import P4RuntimeError
 
 MIN_PROBES = 16
 TARGET_UNCERTAINTY_S = 0.0002

@@ -18,13 +18,14 @@ from pathlib import Path
 from mininet.net import Mininet
 from mininet.topo import Topo
 
-from . import dataplane, leftovers
-from .dataplane import Port, PortLayout
-from .link_states import walk
-from .p4runtime import Switch
+from ..drivers.event_log import EventRecorder
+from ..drivers.state_driver import RateDriver, StateDriver, running
+from ..model.link_states import walk
+from ..switch import dataplane
+from ..switch.dataplane import Port, PortLayout
+from ..switch.p4runtime import Switch
+from . import leftovers
 from .p4switch import LinkemuSwitch
-from .event_log import EventRecorder
-from .state_driver import RateDriver, StateDriver, running
 from .veth import host_interface_commands
 
 # The compiled program of this checkout (the package is installed editable).

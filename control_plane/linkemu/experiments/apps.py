@@ -1,6 +1,7 @@
 """Traffic programs that experiments start on the emulated hosts.
 
-Each subcommand is one program, run as `python -m linkemu.apps SUBCOMMAND ...`:
+Each subcommand is one program, run as
+`python -m linkemu.experiments.apps SUBCOMMAND ...`:
 HTTP page downloads as in the studies of web browsing over slow wireless links,
 bulk TCP transfers and periodic UDP datagrams. Clients write what they measured
 to a JSON file; servers run until SIGTERM and then exit 0.
@@ -462,7 +463,8 @@ POSITIVE_SECONDS = number(float, 1e-6)
 
 
 def build_parser():
-    parser = argparse.ArgumentParser(prog="python -m linkemu.apps", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m linkemu.experiments.apps",
+                                     description=__doc__.split("\n")[0])
     commands = parser.add_subparsers(dest="command", required=True)
 
     def command(name, run, text):
@@ -530,7 +532,7 @@ def main(argv=None):
     except Terminated:
         pass
     except (AppError, OSError) as error:
-        print(f"linkemu.apps {args.command}: {error}", file=sys.stderr)
+        print(f"linkemu.experiments.apps {args.command}: {error}", file=sys.stderr)
         return 1
     return 0
 

@@ -2,15 +2,17 @@
 
 The data plane counts every frame entering a router queue (queue_enter)
 and leaving it for the link (queue_leave), per direction and traffic class;
-their difference at a sampling instant is the queue, in packets and L3 bytes. Reading two counters over
-P4Runtime takes about a millisecond, so sampling every 10 ms is cheap.
+their difference at a sampling instant is the queue, in packets and L3
+bytes. Reading two counters over P4Runtime takes about a millisecond, so
+sampling every 10 ms is cheap.
 """
 
 import csv
 import threading
 import time
 
-from .dataplane import CLASS_IDS, DIRECTION_IDS, ETH_HEADER_BYTES, counter_cells, queue_index
+from ..switch.dataplane import (CLASS_IDS, DIRECTION_IDS, ETH_HEADER_BYTES, counter_cells,
+                                queue_index)
 
 FIELDS = ("time_unix", "direction", "class", "packets", "bytes")
 

@@ -25,7 +25,7 @@ import statistics
 import threading
 from dataclasses import dataclass
 
-from . import dataplane
+from ..switch import dataplane
 from .fidelity import model_due
 
 DIGEST = "event_digest_t"

@@ -15,14 +15,13 @@ import subprocess
 import time
 from pathlib import Path
 
+from ..switch.dataplane import CPU_PORT
+from ..switch.thrift_runtime import SwitchQueues
 from . import leftovers
-from .thrift_runtime import SwitchQueues
 
 SWITCH_BINARY = "simple_switch_grpc"
 # Everything a switch needs: the binary (with Thrift), and nft for its guard.
 SWITCH_TOOLS = (SWITCH_BINARY, "nft")
-# P4Runtime packet I/O (clock probes) goes through this port, as define_v1model.p4 says.
-CPU_PORT = 255
 GET_TOOLS = "'make p4-tools', see README.md 'P4 tools'"
 
 

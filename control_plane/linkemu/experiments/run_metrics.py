@@ -11,8 +11,9 @@ import json
 from collections import defaultdict
 from dataclasses import asdict
 
-from . import event_log, flows
-from .dataplane import DIRECTION_IDS
+from ..drivers import event_log
+from ..switch.dataplane import DIRECTION_IDS
+from . import flows
 from .experiment import flow_label
 
 # Counter -> cause, as reported per direction.

@@ -36,7 +36,7 @@ class Packet:
     sack_blocks: tuple = ()
     tsval: int = None
     tsecr: int = None
-    udp_seq: int = None    # UDP: the payload's first 4 bytes (linkemu.apps)
+    udp_seq: int = None    # UDP: the payload's first 4 bytes (linkemu.experiments.apps)
 
     def has(self, flag):
         return bool(self.flags & flag)

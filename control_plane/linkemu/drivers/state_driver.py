@@ -16,9 +16,10 @@ import time
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-from . import dataplane, switch_clock
-from .link_states import TIMELINE_FIELDS, timeline_row
-from .p4runtime import SwitchUnreachable
+from ..model.link_states import TIMELINE_FIELDS, timeline_row
+from ..switch import dataplane
+from ..switch.p4runtime import SwitchUnreachable
+from . import switch_clock
 
 APPLIED_FIELDS = ("applied_unix", "latency_ms")
 RATE_FIELDS = ("start_us", "direction", "rate_bps", "down")

@@ -7,10 +7,10 @@ the rest of the control plane speaks in profiles and port layouts.
 import math
 from dataclasses import dataclass
 
-from .jitter import delay_table
+from ..model.jitter import delay_table
+from ..model.profile import ProfileError
 from .p4runtime import (MulticastGroup, P4RuntimeError, Range, TableEntry, Ternary,
                         mac_to_int)
-from .profile import ProfileError
 
 DIRECTION_IDS = {"downlink": 0, "uplink": 1}
 DIRECTION_NAMES = {v: k for k, v in DIRECTION_IDS.items()}
@@ -125,6 +125,8 @@ JITTER = f"{PASS}delay_variation.jitter"
 DELAY_SPIKES = f"{PASS}delay_variation.delay_spikes"
 PACKET_FAULTS = f"{PASS}packet_faults.packet_faults"
 EVENT_LOG = f"{PASS}event_log.event_log"
+# P4Runtime packet I/O (clock probes) goes through this port: define_v1model.p4.
+CPU_PORT = 255
 DUP_GROUP_BASE = 256   # define_v1model.p4: group 256 + port sends to port twice
 SOJOURN_RAMP_STEPS = 32
 

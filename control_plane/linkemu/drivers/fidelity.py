@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from scapy.utils import RawPcapReader
 
-from .dataplane import ETH_HEADER_BYTES, TIME_FRAC_BITS, buffer_hold_us, byte_cost_q
+from ..switch.dataplane import ETH_HEADER_BYTES, TIME_FRAC_BITS, buffer_hold_us, byte_cost_q
 
 ONE = 1 << TIME_FRAC_BITS
 

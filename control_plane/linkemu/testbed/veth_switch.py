@@ -8,9 +8,10 @@ profile, and on exit stops exactly that switch and deletes exactly those pairs.
 import os
 from contextlib import contextmanager
 
-from . import dataplane, leftovers
+from ..switch import dataplane
+from ..switch.p4runtime import Switch
+from . import leftovers
 from .bmv2 import SimpleSwitchGrpc, free_tcp_port
-from .p4runtime import Switch
 from .veth import VethPair
 
 

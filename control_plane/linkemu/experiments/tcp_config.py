@@ -10,7 +10,7 @@ its interface's MTU (at most the profile's, which the switch's ports carry).
 import re
 from dataclasses import dataclass, fields, replace
 
-from .fields import boolean, int_in
+from ..model.fields import boolean, int_in
 
 SUBNET = "10.0.0.0/8"
 _ON_OFF = {True: "1", False: "0"}

@@ -19,14 +19,14 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from .fields import (Section, boolean, choice, int_in, positive_time_us, safe_name,
+from ..drivers.event_log import OVERSHOOT_US
+from ..model.fields import (Section, boolean, choice, int_in, positive_time_us, safe_name,
                      shown_name, text)
-from .files import load_yaml
+from ..model.files import load_yaml
+from ..model.profile import DIRECTIONS, ProfileError, load_profile, parse_profile
+from ..model.units import parse_rate, parse_size, parse_time_us
 from .apps import INLINE_STARTS, PAGE_MIXES
-from .event_log import OVERSHOOT_US
-from .profile import DIRECTIONS, ProfileError, load_profile, parse_profile
 from .tcp_config import HostTcp, parse_host_tcp
-from .units import parse_rate, parse_size, parse_time_us
 
 MAX_HOSTS = 254
 APPS = ("http", "bulk", "udp", "iperf")

@@ -1,0 +1,2 @@
+"""Experiments: their files, the runner, the applications run on the hosts,
+flow metrics, results and plots. Imports the layers below it."""
