@@ -29,7 +29,7 @@ from .p4switch import LinkemuSwitch
 from .veth import host_interface_commands
 
 # The compiled program of this checkout (the package is installed editable).
-BUILD = Path(__file__).resolve().parents[2] / "build"
+BUILD = Path(__file__).resolve().parents[3] / "build"
 
 
 class LinkTopo(Topo):
