@@ -10,7 +10,7 @@ MOBILE  ?= 1
 DEBIAN_PACKAGES := python3-venv mininet iperf3 tcpdump ethtool iproute2 iputils-ping nftables
 P4_TOOLS := tools/install-p4-tools.sh
 
-.PHONY: all setup p4-tools check-tools build run experiment ptf test unit bench bench-tcp soak clean
+.PHONY: all setup p4-tools check-tools build constants run experiment ptf test unit bench bench-tcp soak clean
 
 all: build
 
@@ -55,6 +55,11 @@ $(BASELINES): $(BUILD)/%.json: bench/%.p4
 	    --p4runtime-files $(BUILD)/$*.p4info.txtpb $<
 $(BUILD)/hold.json $(BUILD)/shape.json: bench/hold_loop.p4
 $(BUILD)/plain_arrival.json: $(filter-out $(P4_MAIN),$(P4_SRCS))
+
+# The program's names and constants for the control plane; commit the file
+# with the P4 change (tests/test_program.py checks it against the build).
+constants: $(BUILD)/linkemu.json
+	$(PYTHON) util/gen_p4_constants.py
 
 run: build
 	$(PYTHON) mininet/run.py --profile $(PROFILE) --fixed $(FIXED) --mobile $(MOBILE) \

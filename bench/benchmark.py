@@ -32,6 +32,7 @@ from linkemu.drivers.fidelity import compare, loss_bursts
 from linkemu.drivers.state_driver import StateDriver, running
 from linkemu.model.link_states import constant_errors, walk
 from linkemu.model.profile import parse_profile
+from linkemu.program import constants as p4
 from linkemu.switch import dataplane
 from linkemu.switch.dataplane import Port, PortLayout
 from linkemu.switch.p4runtime import Switch, TableEntry, Ternary
@@ -130,7 +131,7 @@ def wake_lateness(cpu, count=2000, seed=32):
 
 
 def tx_s(size, rate_bps):
-    return (size - dataplane.ETH_HEADER_BYTES) * 8 / rate_bps
+    return (size - p4.ETH_HEADER_BYTES) * 8 / rate_bps
 
 
 class Bench:
@@ -261,7 +262,7 @@ class Bench:
         if len(frames) < 3:
             return {}
         times = [f.ts for f in frames]
-        bits = list(itertools.accumulate((f.length - dataplane.ETH_HEADER_BYTES) * 8
+        bits = list(itertools.accumulate((f.length - p4.ETH_HEADER_BYTES) * 8
                                          for f in frames))
         delivered = 1 / statistics.linear_regression(bits, times).slope
         gaps = [b - a for a, b in zip(times, times[1:])]

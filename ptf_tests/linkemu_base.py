@@ -21,6 +21,7 @@ from scapy.layers.l2 import Ether
 from linkemu.drivers.fidelity import compare
 from linkemu.model.link_states import constant_errors
 from linkemu.model.profile import parse_profile
+from linkemu.program import constants as p4
 from linkemu.switch import dataplane
 from linkemu.switch.p4runtime import Switch
 from linkemu.testbed.capture import Capture
@@ -30,7 +31,7 @@ MOBILE_PORTS = (2, 3)
 # Port -> MAC of the host behind it (the harness installs the same layout).
 HOST_MACS = {1: "00:00:00:00:00:01", 2: "00:00:00:00:00:02", 3: "00:00:00:00:00:03"}
 HOST_IPS = {1: "10.0.0.1", 2: "10.0.0.2", 3: "10.0.0.3"}
-ETH_HEADER = dataplane.ETH_HEADER_BYTES
+ETH_HEADER = p4.ETH_HEADER_BYTES
 # Release tolerance: measured from the test's own send to its own receive
 # (kernel timestamps), so it includes BMv2's forwarding latency (~0.4 ms),
 # the hold loop's turn with some 40 frames held (1.2-1.7 ms at p90 on a quiet

@@ -1,6 +1,8 @@
 """linkemu's control plane, in layers; each imports only from the layers
 below it (tests/test_layers.py checks):
 
+- program: the P4 program's names and constants, generated from its build
+  (util/gen_p4_constants.py);
 - model: the link model and its units: profiles, link states, rates
   over time, jitter tables;
 - switch: the P4 program's contract (tables, counters, constants) and the

@@ -129,7 +129,7 @@ class PushedSwitch:
         return False
 
     def read_table(self, table):
-        return [TableEntry(table, {"m.pkt.dir": d}, "set_params", {"features": 0})
+        return [TableEntry(table, {"dir": d}, "set_params", {"features": 0})
                 for d in (0, 1)]
 
 

@@ -4,6 +4,7 @@ from p4.config.v1 import p4info_pb2
 from linkemu.drivers import queue_monitor
 from linkemu.model.link_states import constant_errors
 from linkemu.model.profile import parse_profile
+from linkemu.program import constants as p4
 from linkemu.switch import dataplane
 from linkemu.switch.dataplane import Port, PortLayout, byte_cost_q, link_params_entries
 from linkemu.switch.p4runtime import P4Info, P4RuntimeError, TableEntry, Ternary, encode
@@ -23,7 +24,7 @@ def test_link_params_entries_carry_each_direction():
         "downlink": {"rate": "64kbit", "delay": "300ms", "queue": 20},
         "uplink": {"rate": "1Mbit", "delay": "1.5s", "queue": 1, "overhead": 8}})
     down, up = link_params_entries(profile)
-    assert down.match == {"m.pkt.dir": 0} and up.match == {"m.pkt.dir": 1}
+    assert down.match == {"dir": 0} and up.match == {"dir": 1}
     assert down.params["delay_us"] == 300_000 and up.params["delay_us"] == 1_500_000
     assert up.params["overhead_bytes"] == 8
     assert up.params["byte_cost_q"] == 8 << 20
@@ -35,9 +36,9 @@ def test_features_name_what_a_direction_uses():
         "downlink": {"loss": {"model": "bernoulli", "p": 0.01}, "sojourn_ramp": {"target": "5ms"}},
         "uplink": {"rate": "1Mbit", "priority": {"match": [{"protocol": "udp"}], "queue": 5}}})
     down, up = link_params_entries(profile)
-    assert down.params["features"] == (dataplane.FEATURE_LOSS_MODEL
-                                       | dataplane.FEATURE_SOJOURN_RAMP)
-    assert up.params["features"] == dataplane.FEATURE_DEFERRED | dataplane.FEATURE_PRIORITY
+    assert down.params["features"] == (p4.FEATURE_LOSS_MODEL
+                                       | p4.FEATURE_SOJOURN_RAMP)
+    assert up.params["features"] == p4.FEATURE_DEFERRED | p4.FEATURE_PRIORITY
 
 
 def test_link_errors_feature_only_where_a_state_errs():
@@ -50,12 +51,12 @@ def test_link_errors_feature_only_where_a_state_errs():
             "bad": {"error": {"downlink": 0.3, "uplink": 0}, "duration": static,
                     "next": {"good": 1}}}}})
     down, up = link_params_entries(profile)
-    assert down.params["features"] == dataplane.FEATURE_LINK_ERRORS
+    assert down.params["features"] == p4.FEATURE_LINK_ERRORS
     assert up.params["features"] == 0
     constant = parse_profile({"downlink": {}, "uplink": {},
                               "link_states": constant_errors({"downlink": 0, "uplink": 0.1})})
     down, up = link_params_entries(constant)
-    assert (down.params["features"], up.params["features"]) == (0, dataplane.FEATURE_LINK_ERRORS)
+    assert (down.params["features"], up.params["features"]) == (0, p4.FEATURE_LINK_ERRORS)
 
 
 def test_a_plain_direction_takes_its_parameters_in_its_arrival():
@@ -68,12 +69,12 @@ def test_a_plain_direction_takes_its_parameters_in_its_arrival():
         "link_states": constant_errors({"downlink": 0.1, "uplink": 0})})
     assert dataplane.is_plain(profile, "downlink") and not dataplane.is_plain(profile, "uplink")
     down, up = dataplane.link_entries(profile)
-    assert down.match == {"m.pkt.dir": 0} and down.action.endswith("link_arrival.plain")
+    assert down.match == {"dir": 0} and down.action.endswith("link_arrival.plain")
     assert down.params == {"byte_cost_q": byte_cost_q(64_000), "overhead_bytes": 8,
                            "delay_us": 300_000, "queue_limit": 20, "queue_bytes_limit": 3000,
                            "link_errors": 1, "send_buffer": 9600,
                            "buffer_hold_us": dataplane.buffer_hold_us(profile.downlink)}
-    assert up.match == {"m.pkt.dir": 1} and up.action.endswith("link_arrival.featured")
+    assert up.match == {"dir": 1} and up.action.endswith("link_arrival.featured")
     assert up.params == {}
 
 
@@ -92,9 +93,9 @@ def test_release_and_arq_have_entries_of_their_own():
     assert down.params == {"stall_us": 2 * 700_000 + dataplane.STALL_MARGIN_US}
     assert up.params == {"stall_us": 0}
     down, up = dataplane.arq_entries(profile)
-    assert (down.match, down.params) == ({"m.pkt.dir": 0},
+    assert (down.match, down.params) == ({"dir": 0},
                                          {"max_retx": 2, "retx_delay_us": 700_000})
-    assert (up.match, up.params) == ({"m.pkt.dir": 1}, {"max_retx": 1, "retx_delay_us": 100_000})
+    assert (up.match, up.params) == ({"dir": 1}, {"max_retx": 1, "retx_delay_us": 100_000})
     assert dataplane.arq_entries(parse_profile({"downlink": {}, "uplink": {}})) == []
 
 
@@ -118,7 +119,7 @@ def test_push_profile_writes_the_errors_only_a_single_state_fixes():
             data["link_states"] = link_states
         switch = TableSwitch()
         dataplane.push_profile(switch, parse_profile(data))
-        return [e.params["threshold"] for e in switch.tables.get(dataplane.LINK_STATE, [])]
+        return [e.params["threshold"] for e in switch.tables.get(p4.TABLE_LINK_STATE, [])]
 
     assert pushed_errors(None) == [0, 0]
     assert pushed_errors(constant_errors({"downlink": 0.5, "uplink": 0})) == [
@@ -140,19 +141,19 @@ def test_port_parsing():
 def test_single_host_sides_forward_everything_to_the_one_port():
     layout = PortLayout(fixed=(Port(1),), mobile=(Port(2),))
     forward = [e for e in layout.table_entries() if e.table.endswith("forward")]
-    assert {(e.match["m.pkt.dir"], e.params["port"]) for e in forward} == {(0, 2), (1, 1)}
-    assert all(e.match["ethernet.dst_addr"] == Ternary(0, 0) for e in forward)
+    assert {(e.match["dir"], e.params["port"]) for e in forward} == {(0, 2), (1, 1)}
+    assert all(e.match["dst_addr"] == Ternary(0, 0) for e in forward)
 
 
 def test_several_hosts_get_mac_entries_and_a_flood_group():
     layout = PortLayout(fixed=(Port(1, "00:00:00:00:00:01"),),
                         mobile=(Port(2, "00:00:00:00:00:02"), Port(3, "00:00:00:00:00:03")))
     entries = layout.table_entries()
-    downlink = [e for e in entries if e.table.endswith("forward") and e.match["m.pkt.dir"] == 0]
+    downlink = [e for e in entries if e.table.endswith("forward") and e.match["dir"] == 0]
     assert [(e.action.rsplit(".", 1)[1], e.priority) for e in downlink] == [
         ("to_port", 2), ("to_port", 2), ("flood", 1)]
     groups = {g.group_id: g.ports for g in layout.multicast_groups()}
-    dup = dataplane.DUP_GROUP_BASE
+    dup = p4.DUP_GROUP_BASE
     assert groups == {dataplane.FLOOD_GROUPS["downlink"]: (2, 3),
                       dataplane.FLOOD_GROUPS["uplink"]: (1,),
                       dup + 1: (1, 1), dup + 2: (2, 2), dup + 3: (3, 3)}
@@ -278,15 +279,15 @@ def test_without_priority_each_direction_has_one_immediate_queue():
                              "uplink": {"queue": 1}})
     entries = dataplane.queue_params_entries(profile)
     assert [(e.match, e.params) for e in entries] == [
-        ({"m.pkt.queue": 0}, {"queue_limit": 20, "queue_bytes_limit": 3000,
+        ({"queue": 0}, {"queue_limit": 20, "queue_bytes_limit": 3000,
                               "share_cost_q": 0, "deferred": 0, "aqm": 0}),
-        ({"m.pkt.queue": 1}, {"queue_limit": 1, "queue_bytes_limit": 0,
+        ({"queue": 1}, {"queue_limit": 1, "queue_bytes_limit": 0,
                               "share_cost_q": 0, "deferred": 0, "aqm": 0})]
     assert dataplane.traffic_class_entries(profile) == []
 
 
 def test_priority_split_gives_two_queues_with_shares_and_deferred_best_effort():
-    entries = {e.match["m.pkt.queue"]: e.params
+    entries = {e.match["queue"]: e.params
                for e in dataplane.queue_params_entries(priority_profile())}
     downlink, priority = (dataplane.queue_index("downlink", c) for c in dataplane.CLASS_IDS)
     uplink, uplink_priority = (dataplane.queue_index("uplink", c) for c in dataplane.CLASS_IDS)
@@ -302,7 +303,7 @@ def test_priority_split_gives_two_queues_with_shares_and_deferred_best_effort():
 def test_traffic_class_entries_match_what_is_given_and_port_either_way():
     entries = dataplane.traffic_class_entries(priority_profile())
     wild, exact8, exact16 = Ternary(0, 0), 0xff, 0xffff
-    assert all(e.params == {"cls": 1} and e.match["m.pkt.dir"] == 0 and e.match["is_ip"] == 1
+    assert all(e.params == {"cls": 1} and e.match["dir"] == 0 and e.match["is_ip"] == 1
                for e in entries)
     udp, tcp_src, tcp_dst = (e.match for e in entries)
     assert udp["protocol"] == Ternary(17, exact8) and udp["dscp"] == wild
@@ -314,10 +315,10 @@ def test_traffic_class_entries_match_what_is_given_and_port_either_way():
 
 def test_red_entries_are_keyed_by_class():
     entries = dataplane.red_entries(priority_profile())
-    params = entries[dataplane.RED_PARAMS]
+    params = entries[p4.TABLE_RED_PARAMS]
     best_effort = dataplane.queue_index("downlink", "best_effort")
-    assert [e.match for e in params] == [{"m.pkt.queue": best_effort}]
-    assert all(e.match["m.pkt.queue"] == best_effort for e in entries[dataplane.RED_CURVE])
+    assert [e.match for e in params] == [{"queue": best_effort}]
+    assert all(e.match["queue"] == best_effort for e in entries[p4.TABLE_RED_CURVE])
 
 
 class FakeCounterSwitch:
@@ -340,7 +341,7 @@ def test_held_packets_cells_are_folded_in_without_the_state_they_carry():
         def read_counter(self, name):
             return [SimpleNamespace(index=0, packets=2, bytes=200),   # downlink, fresh
                     SimpleNamespace(index=1, packets=1, bytes=100),
-                    SimpleNamespace(index=2, packets=3, bytes=300 + 3 * dataplane.LINK_STATE_BYTES),
+                    SimpleNamespace(index=2, packets=3, bytes=300 + 3 * p4.LINK_STATE_BYTES),
                     SimpleNamespace(index=3, packets=0, bytes=0)]
 
     assert dataplane.counter_cells(Switch(), "link_out") == {0: (5, 500), 1: (1, 100)}
@@ -353,7 +354,7 @@ def test_a_counter_of_held_packets_only_loses_the_state_they_carry():
 
     class Switch:
         def read_counter(self, name):
-            return [SimpleNamespace(index=0, packets=2, bytes=200 + 2 * dataplane.LINK_STATE_BYTES),
+            return [SimpleNamespace(index=0, packets=2, bytes=200 + 2 * p4.LINK_STATE_BYTES),
                     SimpleNamespace(index=1, packets=0, bytes=0)]
 
     assert dataplane.counter_cells(Switch(), "queue_leave") == {0: (2, 200), 1: (0, 0)}
@@ -384,7 +385,7 @@ def test_packet_faults_are_thresholds_per_direction_and_a_feature():
     down, up = dataplane.packet_fault_entries(profile)
     assert down.params == {"reorder": 1 << 14, "duplicate": 1 << 15, "corrupt": 0}
     assert up.params == {"reorder": 0, "duplicate": 0, "corrupt": 1 << 16}
-    assert all(e.params["features"] == dataplane.FEATURE_PACKET_FAULTS
+    assert all(e.params["features"] == p4.FEATURE_PACKET_FAULTS
                for e in link_params_entries(profile))
     assert dataplane.packet_fault_entries(parse_profile({"downlink": {}, "uplink": {}})) == []
 

@@ -4,9 +4,10 @@ import pytest
 from p4.config.v1 import p4info_pb2
 from p4.v1 import p4runtime_pb2
 
-from linkemu.drivers.event_log import (FIELD_BITS, FIELDS, Event, EventRecorder, check_timing,
-                               event_from_digest, outcomes, read_events)
+from linkemu.drivers.event_log import (FIELDS, Event, EventRecorder, check_timing,
+                                       event_from_digest, outcomes, read_events)
 from linkemu.experiments.runner import RunOnce
+from linkemu.program import constants as p4
 from linkemu.switch import dataplane
 from linkemu.switch.p4runtime import P4Info, P4RuntimeError, Switch
 from test_experiment import experiment as experiment_data, parse, problems
@@ -62,7 +63,7 @@ def test_a_file_that_is_not_an_event_log_says_where(tmp_path, text, message):
 def packed(values):
     """The data plane's event_digest_t member: event_t's values end to end."""
     event = 0
-    for value, bits in zip(values, FIELD_BITS):
+    for value, bits in zip(values, p4.EVENT_FIELD_BITS):
         assert 0 <= value < 1 << bits
         event = event << bits | value
     return {"event": event}
@@ -75,11 +76,11 @@ def test_a_digest_unpacks_into_an_event():
 
 
 def test_each_member_keeps_its_own_bits():
-    widest = [(1 << bits) - 1 for bits in FIELD_BITS]
+    widest = [(1 << bits) - 1 for bits in p4.EVENT_FIELD_BITS]
     widest[0], widest[1] = 0, 4   # a direction and an outcome that exist
     event = event_from_digest(packed(widest))
     assert event.row()[2:] == tuple(widest[2:])
-    assert sum(FIELD_BITS) == 296   # event_digest_t's one field
+    assert sum(p4.EVENT_FIELD_BITS) == 296   # event_digest_t's one field
 
 
 def digest_p4info():
@@ -151,7 +152,7 @@ class DigestSwitch:
         self.digest_on = name
 
     def sync_table(self, table, entries):
-        self.synced.append((table, [e.match["m.pkt.dir"] for e in entries]))
+        self.synced.append((table, [e.match["dir"] for e in entries]))
 
     def next_digests(self, name, timeout):
         if self.lists:
@@ -170,7 +171,7 @@ def test_recorder_writes_every_event_and_turns_the_log_off(tmp_path):
     recorder.run()
     assert [e.seq for e in read_events(path)] == [1, 2, 3] and recorder.count == 3
     # Off by the table; the digest stays enabled (Switch.enable_digest says why).
-    assert switch.synced == [(dataplane.EVENT_LOG, [0, 1]), (dataplane.EVENT_LOG, [])]
+    assert switch.synced == [(p4.TABLE_EVENT_LOG, [0, 1]), (p4.TABLE_EVENT_LOG, [])]
     assert switch.digest_on == "event_digest_t"
 
 

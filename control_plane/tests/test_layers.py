@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 PACKAGE = Path(__file__).resolve().parent.parent / "linkemu"
-LAYERS = ("model", "switch", "drivers", "testbed", "experiments", "cli")
+LAYERS = ("program", "model", "switch", "drivers", "testbed", "experiments", "cli")
 
 
 def layer_of(dotted):

@@ -12,6 +12,7 @@ from p4.v1 import p4runtime_pb2
 import fake_p4info
 from linkemu.cli import main
 from linkemu.model.profile import ProfileError, load_profile, parse_profile
+from linkemu.program import constants as p4
 from linkemu.switch import dataplane
 from linkemu.switch.p4runtime import P4Info, P4RuntimeError, Switch, _entry_key
 
@@ -26,13 +27,13 @@ def profile(**downlink):
 def test_values_beyond_a_field_are_named_with_the_field_and_the_widths():
     info = fake_p4info.p4info(widths={"queue_bytes_limit": 32, "retx_delay_us": 48})
     assert dataplane.entry_problems(profile(queue_bytes="5000MB"), info) == [
-        "queue_params (m.pkt.queue 0): set_queue queue_bytes_limit: 5000000000: does not fit "
+        "queue_params (queue 0): set_queue queue_bytes_limit: 5000000000: does not fit "
         "in 32 bits; allowed 0 to 4294967295",
-        "link (m.pkt.dir 0): plain queue_bytes_limit: 5000000000: does not fit in 32 bits; "
+        "link (dir 0): plain queue_bytes_limit: 5000000000: does not fit in 32 bits; "
         "allowed 0 to 4294967295"]
     years = profile(arq={"delay": "400000000s", "max_retransmissions": 1})
     assert dataplane.entry_problems(years, info) == [
-        "arq (m.pkt.dir 0): retransmit retx_delay_us: 400000000000000: does not fit in 48 "
+        "arq (dir 0): retransmit retx_delay_us: 400000000000000: does not fit in 48 "
         "bits; allowed 0 to 281474976710655"]
 
 
@@ -52,7 +53,7 @@ def test_derived_parameters_beyond_any_number_are_problems_without_a_p4info():
 def test_more_entries_than_a_table_holds():
     jitter = {"distribution": "normal", "jitter": "5ms"}
     both = parse_profile({"downlink": {"jitter": jitter}, "uplink": {"jitter": jitter}})
-    info = fake_p4info.p4info(sizes={dataplane.JITTER: 1024})
+    info = fake_p4info.p4info(sizes={p4.TABLE_JITTER: 1024})
     assert dataplane.entry_problems(both, info) == ["jitter: 2048 entries; the table holds 1024"]
 
 
@@ -143,7 +144,7 @@ def test_a_refused_push_puts_the_previous_profile_back():
     switch = stub_switch()
     dataplane.push_profile(switch, profile(rate="1Mbit", red=fake_p4info.RED))
     before = switch._stub.snapshot()
-    loss_model = switch.p4info.table(dataplane.LOSS_MODEL).preamble.id
+    loss_model = switch.p4info.table(p4.TABLE_LOSS_MODEL).preamble.id
     switch._stub.refuse = lambda update: update.entity.table_entry.table_id == loss_model
     with pytest.raises(P4RuntimeError, match="refused; the previous entries are back"):
         # Queues, link parameters and the rest come before the loss model.
@@ -168,7 +169,7 @@ def test_check_uses_the_p4info_when_there_is_one(capsys, tmp_path):
     p4info.write_text(text_format.MessageToString(
         fake_p4info.p4info(widths={"queue_bytes_limit": 32}).message))
     assert main(["check", "--p4info", str(p4info), str(path)]) == 1
-    assert f"linkemu: {path}: invalid profile\n  queue_params (m.pkt.queue 0): set_queue " \
+    assert f"linkemu: {path}: invalid profile\n  queue_params (queue 0): set_queue " \
            "queue_bytes_limit: 5000000000: does not fit in 32 bits" in capsys.readouterr().err
     assert main(["check", "--p4info", str(tmp_path / "none"), str(path)]) == 0
     assert "none (make build): the table entries are not checked against the program's " \

@@ -6,6 +6,7 @@ import pytest
 from linkemu.drivers.state_driver import RateDriver, rate_changes
 from linkemu.model.profile import ProfileError, parse_profile
 from linkemu.model.rate_schedule import RateSegment, RateTrace, read_trace_file
+from linkemu.program import constants as p4
 from linkemu.switch import dataplane
 from linkemu.switch.p4runtime import SwitchUnreachable
 
@@ -161,9 +162,9 @@ def test_a_varying_rate_excludes_priority_and_the_sojourn_ramp():
 def test_a_varying_rate_defers_best_effort():
     profile = steps_profile([{"at": "1s", "outage": "1s"}])
     down, up = dataplane.link_params_entries(profile)
-    assert down.params["features"] == dataplane.FEATURE_DEFERRED and down.params["down"] == 0
+    assert down.params["features"] == p4.FEATURE_DEFERRED and down.params["down"] == 0
     assert up.params["features"] == 0
-    queues = {e.match["m.pkt.queue"]: e.params for e in dataplane.queue_params_entries(profile)}
+    queues = {e.match["queue"]: e.params for e in dataplane.queue_params_entries(profile)}
     assert queues[dataplane.queue_index("downlink", "best_effort")]["deferred"] == 1
     assert queues[dataplane.queue_index("uplink", "best_effort")]["deferred"] == 0
     outage = dataplane.link_params_entry(profile, "downlink", 10e6, down=True)
@@ -201,7 +202,7 @@ def test_rate_driver_writes_both_directions_in_time_order(tmp_path):
     record = tmp_path / "rates.csv"
     driver = RateDriver(switch, profile, record)
     driver.run()
-    assert [(e.match["m.pkt.dir"], e.params["byte_cost_q"], e.params["down"])
+    assert [(e.match["dir"], e.params["byte_cost_q"], e.params["down"])
             for e in switch.written] == [
         (0, dataplane.byte_cost_q(10e6), 0), (1, dataplane.byte_cost_q(1e6), 0),
         (0, dataplane.byte_cost_q(5e6), 0), (1, dataplane.byte_cost_q(2e6), 0),
@@ -220,7 +221,7 @@ def test_rate_driver_puts_its_rates_back_on_a_switch_it_lost(tmp_path):
     driver = RateDriver(switch, profile)
     driver.run()
     assert switch.generation == 1 and len(driver.outages) == 1
-    assert [(e.match["m.pkt.dir"], e.params["byte_cost_q"]) for e in switch.written] == [
+    assert [(e.match["dir"], e.params["byte_cost_q"]) for e in switch.written] == [
         (0, dataplane.byte_cost_q(10e6)), (1, dataplane.byte_cost_q(1e6)),
         # back: both rates in force again, then the change that failed
         (0, dataplane.byte_cost_q(10e6)), (1, dataplane.byte_cost_q(1e6)),

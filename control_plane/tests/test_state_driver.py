@@ -136,7 +136,7 @@ def test_state_changes_are_written_ahead_with_their_switch_instant():
     first = driver.applied[0]
     origin = first.applied_unix - first.latency_s
     instants = [origin + s.start_us / 1e6 for s in segments]
-    thresholds = [{e.match["m.pkt.dir"]: (e.params["threshold"], e.params["next"]) for e in entries}
+    thresholds = [{e.match["dir"]: (e.params["threshold"], e.params["next"]) for e in entries}
                   for _, entries in switch.written]
     assert [t[0] for t in thresholds] == [(0, 0), (0, 32768), (32768, 0), (0, 32768)]
     assert [t[1] for t in thresholds] == [(0, 0)] * 4
@@ -166,7 +166,7 @@ def test_a_state_driver_that_lost_its_switch_puts_its_state_back_and_goes_on():
     driver.run()
     assert driver.error is None and len(driver.outages) == 1
     assert abs(driver.clock.start_unix - switch.start) <= driver.clock.uncertainty_s + 1e-6
-    thresholds = [{e.match["m.pkt.dir"]: (e.params["threshold"], e.params["next"], e.params["at"])
+    thresholds = [{e.match["dir"]: (e.params["threshold"], e.params["next"], e.params["at"])
                    for e in entries} for _, entries in switch.written]
     # good, good -> bad, then back: bad in force at once, and bad -> good.
     assert [t[0][:2] for t in thresholds] == [(0, 0), (0, 32768), (32768, 32768), (32768, 0)]

@@ -7,6 +7,7 @@ from scipy import stats
 
 from linkemu.model.jitter import TABLE_SIZE, Jitter, delay_table
 from linkemu.model.profile import ProfileError, parse_profile
+from linkemu.program import constants as p4
 from linkemu.switch import dataplane
 
 
@@ -110,11 +111,11 @@ def test_entries_hold_the_table_per_direction_and_set_the_feature():
         "downlink": {"delay": "50ms", "jitter": {"distribution": "uniform", "jitter": "10ms"}},
         "uplink": {"delay_spikes": {"probability": 0.5, "length": "20ms"}}})
     jitter = dataplane.jitter_entries(profile)
-    assert len(jitter) == TABLE_SIZE and {e.match["m.pkt.dir"] for e in jitter} == {0}
+    assert len(jitter) == TABLE_SIZE and {e.match["dir"] for e in jitter} == {0}
     assert sorted(e.match["rand_index"] for e in jitter) == list(range(TABLE_SIZE))
     assert [e.params["delay_us"] for e in jitter] == delay_table(profile.downlink.jitter, 50_000)
     (spike,) = dataplane.delay_spike_entries(profile)
-    assert spike.match == {"m.pkt.dir": 1}
+    assert spike.match == {"dir": 1}
     assert spike.params == {"threshold": 1 << 15, "length_us": 20_000}
     down, up = dataplane.link_params_entries(profile)
-    assert down.params["features"] == up.params["features"] == dataplane.FEATURE_DELAY_VARIATION
+    assert down.params["features"] == up.params["features"] == p4.FEATURE_DELAY_VARIATION

@@ -25,12 +25,14 @@ import statistics
 import threading
 from dataclasses import dataclass
 
+from ..program import constants as p4
 from ..switch import dataplane
 from .fidelity import model_due
 
 DIGEST = "event_digest_t"
 OUTCOMES = ("released", "drop_queue", "drop_aqm", "drop_loss_model", "drop_link_error")
-FLAGS = {"marked": 1, "held": 2, "ahead": 4, "duplicate": 8, "corrupted": 16}
+FLAGS = {"marked": p4.EVENT_MARKED, "held": p4.EVENT_HELD, "ahead": p4.EVENT_AHEAD,
+         "duplicate": p4.EVENT_DUPLICATE, "corrupted": p4.EVENT_CORRUPTED}
 FIELDS = ("direction", "outcome", "seq", "length", "arrival_us", "start_us", "due_us",
           "event_us", "retx", "flags")
 OVERSHOOT_US = 10_000
@@ -66,16 +68,12 @@ class Event:
         return tuple(getattr(self, name) for name in FIELDS)
 
 
-# event_t's member widths in FIELDS order (p4src/include/headers.p4): the
-# digest sends the members end to end in one field, `event`.
-FIELD_BITS = (32, 8, 32, 16, 48, 48, 48, 48, 8, 8)
-
-
 def event_from_digest(members):
     """An Event of an event_digest_t digest's members."""
     packed = members["event"]
     values = []
-    for bits in reversed(FIELD_BITS):
+    # The digest sends event_t's members end to end in one field, `event`.
+    for bits in reversed(p4.EVENT_FIELD_BITS):
         values.append(packed & ((1 << bits) - 1))
         packed >>= bits
     direction, outcome, *rest = reversed(values)
@@ -121,7 +119,7 @@ class EventRecorder:
     def run(self):
         try:
             self.switch.enable_digest(DIGEST)
-            self.switch.sync_table(dataplane.EVENT_LOG,
+            self.switch.sync_table(p4.TABLE_EVENT_LOG,
                                    dataplane.event_log_entries(self.directions))
             self.started.set()
             with open(self.path, "w", newline="") as f:
@@ -129,7 +127,7 @@ class EventRecorder:
                 writer.writerow(FIELDS)
                 while not self.stopping.is_set():
                     self._write(writer, timeout=0.1)
-                self.switch.sync_table(dataplane.EVENT_LOG, [])
+                self.switch.sync_table(p4.TABLE_EVENT_LOG, [])
                 while self._write(writer, timeout=QUIET_S):
                     pass
         except Exception as err:
@@ -271,7 +269,7 @@ def match_arrivals(events, arrivals, band=8):
     if not events or not frames:
         return [], None
     ev = [(e.length, e.arrival_us / 1e6) for e in events]
-    fr = [(f.length - dataplane.ETH_HEADER_BYTES, f.ts) for f in frames]
+    fr = [(f.length - p4.ETH_HEADER_BYTES, f.ts) for f in frames]
     band = band + abs(len(ev) - len(fr))
     offsets = set()
     for shift in range(-band, band + 1):

@@ -12,9 +12,10 @@ from dataclasses import dataclass
 
 from scapy.utils import RawPcapReader
 
-from ..switch.dataplane import ETH_HEADER_BYTES, TIME_FRAC_BITS, buffer_hold_us, byte_cost_q
+from ..program import constants as p4
+from ..switch.dataplane import buffer_hold_us, byte_cost_q
 
-ONE = 1 << TIME_FRAC_BITS
+ONE = 1 << p4.TIME_FRAC_BITS
 
 
 @dataclass(frozen=True)
@@ -154,7 +155,7 @@ def model_due(arrivals, direction):
         queue = queues[frame_class(direction, frame.data)]
         for q in queues.values():
             q.leave(now_us)
-        l3_len = max(frame.length - ETH_HEADER_BYTES, 0)
+        l3_len = max(frame.length - p4.ETH_HEADER_BYTES, 0)
         octets = l3_len + direction.overhead_bytes
         leave_q, start_q = leave_start(now_q, max(link_free, queue.free), octets)
         defer = priority is not None and queue is best_effort and (deferred or leave_q > now_q)

@@ -11,8 +11,8 @@ import csv
 import threading
 import time
 
-from ..switch.dataplane import (CLASS_IDS, DIRECTION_IDS, ETH_HEADER_BYTES, counter_cells,
-                                queue_index)
+from ..program import constants as p4
+from ..switch.dataplane import CLASS_IDS, DIRECTION_IDS, counter_cells, queue_index
 
 FIELDS = ("time_unix", "direction", "class", "packets", "bytes")
 
@@ -27,7 +27,7 @@ def sample(switch):
             index = queue_index(direction, cls)
             packets = enter[index][0] - leave[index][0]
             frame_bytes = enter[index][1] - leave[index][1]
-            queue[direction, cls] = (packets, frame_bytes - ETH_HEADER_BYTES * packets)
+            queue[direction, cls] = (packets, frame_bytes - p4.ETH_HEADER_BYTES * packets)
     return queue
 
 

@@ -13,7 +13,7 @@ import itertools
 import time
 from dataclasses import dataclass
 
-from ..switch.dataplane import CPU_PORT
+from ..program import constants as p4
 from ..switch.p4runtime import P4RuntimeError
 
 MIN_PROBES = 16
@@ -98,5 +98,5 @@ def probe(switch, number):
             switch.take_back()
     raise P4RuntimeError(
         f"the switch at {switch.address} sent no clock probe back within "
-        f"{PROBE_TIMEOUT_S:g} s: run simple_switch_grpc with --cpu-port {CPU_PORT} "
+        f"{PROBE_TIMEOUT_S:g} s: run simple_switch_grpc with --cpu-port {p4.CPU_PORT} "
         "(as linkemu's own launchers do) and linkemu's program")

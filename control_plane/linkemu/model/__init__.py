@@ -1,2 +1,2 @@
 """The link model and its units: profiles, link states, rates over time,
-jitter tables. Imports nothing else of linkemu."""
+jitter tables. Imports only the program's constants."""

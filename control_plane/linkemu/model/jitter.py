@@ -23,10 +23,11 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats
 
+from ..program import constants as p4
 from .fields import boolean, choice, non_negative_time_us
 from .units import format_time_us, parse_time_us
 
-TABLE_SIZE = 1024   # the data plane's 10-bit index
+TABLE_SIZE = p4.JITTER_SIZE // p4.NUM_DIRECTIONS   # a direction's delays: 10-bit draws
 DISTRIBUTIONS = ("uniform", "normal", "pareto", "paretonormal", "table")
 PARETO_SHAPE = 3.0
 PARETONORMAL_SAMPLES = 400_000

@@ -9,6 +9,7 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..program import constants as p4
 from .fields import (Section, boolean, choice, int_in, positive_time_us, safe_name,
                      text)
 from .files import load_yaml
@@ -24,10 +25,9 @@ MAX_DELAY_US = 60 * 10**6
 DEFAULT_QUEUE_PACKETS = 1000  # Linux's default txqueuelen
 DIRECTIONS = ("downlink", "uplink")
 PROBABILITY_TOLERANCE = 1e-6
-# Best effort behind a priority class, or under a varying rate, waits in a
-# ring of this many packets
-# (DEFER_RING in p4src/include/size.p4).
-MAX_DEFERRED_PACKETS = 1024
+# Best effort behind a priority class, or under a varying rate, waits in the
+# data plane's ring of deferred packets.
+MAX_DEFERRED_PACKETS = p4.DEFER_RING
 PROTOCOLS = {"tcp": 6, "udp": 17, "icmp": 1, "icmpv6": 58}
 PORT_PROTOCOLS = (6, 17)
 

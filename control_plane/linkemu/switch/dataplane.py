@@ -1,6 +1,7 @@
 """The P4 program's side of the contract: its tables, groups and counters.
 
-Everything that knows a table, action or counter name of p4src/ lives here;
+Everything that uses a table, action or counter of p4src/ lives here, by the
+names program.constants takes from the build;
 the rest of the control plane speaks in profiles and port layouts.
 """
 
@@ -9,16 +10,15 @@ from dataclasses import dataclass
 
 from ..model.jitter import delay_table
 from ..model.profile import ProfileError
+from ..program import constants as p4
 from .p4runtime import (MulticastGroup, P4RuntimeError, Range, TableEntry, Ternary,
                         mac_to_int)
 
-DIRECTION_IDS = {"downlink": 0, "uplink": 1}
+DIRECTION_IDS = {"downlink": p4.DIR_DOWNLINK, "uplink": p4.DIR_UPLINK}
 DIRECTION_NAMES = {v: k for k, v in DIRECTION_IDS.items()}
 CLASS_IDS = {"best_effort": 0, "priority": 1}
-TIME_FRAC_BITS = 20           # p4src/include/defines.p4
-ETH_HEADER_BYTES = 14         # not part of the emulated link (defines.p4)
-# p4src/v1model/include/control/hold.p4 (+1: its turn lane): never attach.
-HOLD_PORTS = range(448, 512, 4)
+# The hold ports (+1: each one's turn lane): never attach.
+HOLD_PORTS = range(p4.HOLD_PORT_BASE, p4.HOLD_PORT_BASE + 4 * (p4.HOLD_PORT_MASK + 1), 4)
 FLOOD_GROUPS = {"downlink": 1, "uplink": 2}
 # With in-order release, a packet waits past its due instant for earlier
 # packets at most the longest ARQ hold plus this margin; only a predecessor
@@ -64,7 +64,6 @@ QUEUE_COUNTERS = ("drop_queue", "drop_aqm", "drop_aqm_ect", "ecn_marks", "ramp_m
 # first less the state's bytes; queue_leave counts held packets only.
 HELD_CELLS = ("link_out", "drop_link_error")
 HELD_ONLY = ("queue_leave",)
-LINK_STATE_BYTES = 72
 
 
 def queue_index(direction, cls):
@@ -77,7 +76,7 @@ def byte_cost_q(rate_bps):
     """Serialization time of one byte in microseconds, Q.20 fixed point."""
     if rate_bps is None:
         return 0
-    return round(8e6 / rate_bps * (1 << TIME_FRAC_BITS))
+    return round(8e6 / rate_bps * (1 << p4.TIME_FRAC_BITS))
 
 
 def threshold(probability):
@@ -101,44 +100,13 @@ def stall_us(direction):
     return held + STALL_MARGIN_US
 
 
-# Names in the P4 program: the link model's tables and actions are in the
-# control LinkPass, applied by LinkemuIngress; RED in its RouterAqm.
-PASS = "LinkemuIngress.link_pass."
-AQM = f"{PASS}router_aqm."
-LINK = f"{PASS}link_arrival.link"
-LINK_PARAMS = f"{PASS}link_params.link_params"
-RELEASE = f"{PASS}release.release"
-ARQ = f"{PASS}link_errors.arq"
-TRAFFIC_CLASS = f"{PASS}traffic_class.traffic_class"
-QUEUE_PARAMS = f"{PASS}queue_params.queue_params"
-LINK_STATE = f"{PASS}link_errors.link_state"
-LOSS_MODEL = f"{PASS}loss_model.loss_model"
-RED_PARAMS = f"{AQM}red.red_params"
-RED_CURVE = f"{AQM}red.red_curve"
-RED_DECAY = f"{AQM}red.red_decay"
 Q16 = 1 << 16
 RED_CURVE_STEPS = 32         # steps of p_b between min_th and max_th
 RED_DECAY_STEP = 0.98        # the idle decay factor changes by at most 2 % a step
 RED_DECAY_FLOOR = 1e-4       # beyond this, the average restarts from 0
-SOJOURN_RAMP = f"{PASS}sojourn_ramp.sojourn_ramp"
-JITTER = f"{PASS}delay_variation.jitter"
-DELAY_SPIKES = f"{PASS}delay_variation.delay_spikes"
-PACKET_FAULTS = f"{PASS}packet_faults.packet_faults"
-EVENT_LOG = f"{PASS}event_log.event_log"
-# P4Runtime packet I/O (clock probes) goes through this port: define_v1model.p4.
-CPU_PORT = 255
-DUP_GROUP_BASE = 256   # define_v1model.p4: group 256 + port sends to port twice
 SOJOURN_RAMP_STEPS = 32
 
 
-# Optional features of a direction, as in p4src/include/defines.p4.
-FEATURE_LOSS_MODEL = 1
-FEATURE_SOJOURN_RAMP = 2
-FEATURE_DEFERRED = 4
-FEATURE_DELAY_VARIATION = 8
-FEATURE_PACKET_FAULTS = 16
-FEATURE_PRIORITY = 32
-FEATURE_LINK_ERRORS = 64
 
 
 def link_errors(profile, name):
@@ -157,21 +125,21 @@ def defers_best_effort(profile, name):
 def features(profile, name):
     """The features bitmap of direction `name`: the data plane skips the rest."""
     direction = profile.directions()[name]
-    return ((FEATURE_LOSS_MODEL if direction.loss else 0)
-            | (FEATURE_SOJOURN_RAMP if direction.sojourn_target_us else 0)
-            | (FEATURE_DEFERRED if defers_best_effort(profile, name) else 0)
-            | (FEATURE_DELAY_VARIATION if direction.jitter or direction.delay_spikes else 0)
-            | (FEATURE_PACKET_FAULTS if direction.reorder or direction.duplicate
+    return ((p4.FEATURE_LOSS_MODEL if direction.loss else 0)
+            | (p4.FEATURE_SOJOURN_RAMP if direction.sojourn_target_us else 0)
+            | (p4.FEATURE_DEFERRED if defers_best_effort(profile, name) else 0)
+            | (p4.FEATURE_DELAY_VARIATION if direction.jitter or direction.delay_spikes else 0)
+            | (p4.FEATURE_PACKET_FAULTS if direction.reorder or direction.duplicate
                or direction.corrupt else 0)
-            | (FEATURE_PRIORITY if direction.priority else 0)
-            | (FEATURE_LINK_ERRORS if link_errors(profile, name) else 0))
+            | (p4.FEATURE_PRIORITY if direction.priority else 0)
+            | (p4.FEATURE_LINK_ERRORS if link_errors(profile, name) else 0))
 
 
 def is_plain(profile, name):
     """Whether direction `name` has no optional feature but link errors and
     no RED: its arrival then takes the data plane's cheapest path."""
     direction = profile.directions()[name]
-    return features(profile, name) & ~FEATURE_LINK_ERRORS == 0 and direction.red is None
+    return features(profile, name) & ~p4.FEATURE_LINK_ERRORS == 0 and direction.red is None
 
 
 def buffer_hold_us(direction):
@@ -188,30 +156,30 @@ def link_entries(profile):
     best_effort = {q.direction: q for q in class_queues(profile) if q.cls == "best_effort"}
     entries = []
     for link in link_params_entries(profile):
-        name = DIRECTION_NAMES[link.match["m.pkt.dir"]]
+        name = DIRECTION_NAMES[link.match["dir"]]
         if not is_plain(profile, name):
-            entries.append(TableEntry(LINK, link.match, f"{PASS}link_arrival.featured"))
+            entries.append(TableEntry(p4.TABLE_LINK, link.match, p4.ACTION_FEATURED))
             continue
         queue = best_effort[name]
-        entries.append(TableEntry(LINK, link.match, f"{PASS}link_arrival.plain", {
+        entries.append(TableEntry(p4.TABLE_LINK, link.match, p4.ACTION_PLAIN, {
             **{key: link.params[key] for key in ("byte_cost_q", "overhead_bytes", "delay_us",
                                                  "send_buffer", "buffer_hold_us")},
             "queue_limit": queue.packets,
             "queue_bytes_limit": queue.octets or 0,
-            "link_errors": int(bool(link.params["features"] & FEATURE_LINK_ERRORS))}))
+            "link_errors": int(bool(link.params["features"] & p4.FEATURE_LINK_ERRORS))}))
     return entries
 
 
 def release_entries(profile):
     """How long a due packet of each direction waits for earlier ones."""
-    return [TableEntry(RELEASE, {"m.pkt.dir": DIRECTION_IDS[name]}, f"{PASS}release.decide",
+    return [TableEntry(p4.TABLE_RELEASE, {"dir": DIRECTION_IDS[name]}, p4.ACTION_DECIDE,
                        {"stall_us": stall_us(direction)})
             for name, direction in profile.directions().items()]
 
 
 def arq_entries(profile):
     """Link-layer retransmission of the directions that have it."""
-    return [TableEntry(ARQ, {"m.pkt.dir": DIRECTION_IDS[name]}, f"{PASS}link_errors.retransmit",
+    return [TableEntry(p4.TABLE_ARQ, {"dir": DIRECTION_IDS[name]}, p4.ACTION_RETRANSMIT,
                        {"max_retx": direction.arq.max_retransmissions,
                         "retx_delay_us": direction.arq.delay_us})
             for name, direction in profile.directions().items() if direction.arq]
@@ -219,8 +187,8 @@ def arq_entries(profile):
 
 def link_error_directions(switch):
     """The directions for which the profile on the switch draws link errors."""
-    return {DIRECTION_NAMES[e.match["m.pkt.dir"]] for e in switch.read_table(LINK_PARAMS)
-            if e.params["features"] & FEATURE_LINK_ERRORS}
+    return {DIRECTION_NAMES[e.match["dir"]] for e in switch.read_table(p4.TABLE_LINK_PARAMS)
+            if e.params["features"] & p4.FEATURE_LINK_ERRORS}
 
 
 def link_params_entry(profile, name, rate_bps, down=False):
@@ -229,9 +197,9 @@ def link_params_entry(profile, name, rate_bps, down=False):
     direction with optional features, and a deferred packet's passes, read."""
     direction = profile.directions()[name]
     return TableEntry(
-        table=LINK_PARAMS,
-        match={"m.pkt.dir": DIRECTION_IDS[name]},
-        action=f"{PASS}link_params.set_params",
+        table=p4.TABLE_LINK_PARAMS,
+        match={"dir": DIRECTION_IDS[name]},
+        action=p4.ACTION_SET_PARAMS,
         params={
             "byte_cost_q": byte_cost_q(rate_bps),
             "overhead_bytes": direction.overhead_bytes,
@@ -263,7 +231,7 @@ class ClassQueue:
     deferred: bool   # its starts are decided late (defers_best_effort)
 
     def key(self):
-        return {"m.pkt.queue": queue_index(self.direction, self.cls)}
+        return {"queue": queue_index(self.direction, self.cls)}
 
 
 def class_queues(profile):
@@ -282,7 +250,7 @@ def class_queues(profile):
 
 
 def queue_params_entries(profile):
-    return [TableEntry(QUEUE_PARAMS, q.key(), f"{PASS}queue_params.set_queue",
+    return [TableEntry(p4.TABLE_QUEUE_PARAMS, q.key(), p4.ACTION_SET_QUEUE,
                        {"queue_limit": q.packets, "queue_bytes_limit": q.octets or 0,
                         "share_cost_q": byte_cost_q(q.rate_bps * q.share) if q.share else 0,
                         "deferred": int(q.deferred), "aqm": int(q.red is not None)})
@@ -300,12 +268,12 @@ def traffic_class_entries(profile):
             continue
         for match in direction.priority.match:
             entries.append(TableEntry(
-                TRAFFIC_CLASS,
-                {"m.pkt.dir": DIRECTION_IDS[name], "is_ip": 1,
+                p4.TABLE_TRAFFIC_CLASS,
+                {"dir": DIRECTION_IDS[name], "is_ip": 1,
                  "dscp": _ternary(match.dscp, 6), "protocol": _ternary(match.protocol, 8),
                  "src_port": _ternary(match.src_port, 16),
                  "dst_port": _ternary(match.dst_port, 16)},
-                f"{PASS}traffic_class.set_class", {"cls": CLASS_IDS["priority"]},
+                p4.ACTION_SET_CLASS, {"cls": CLASS_IDS["priority"]},
                 priority=1))
     return entries
 
@@ -314,8 +282,8 @@ def link_state_entries(errors, next_errors=None, at_us=0):
     """Entries for per-direction error probabilities {direction: p}; with
     `next_errors`, those take over at `at_us` on the switch's clock."""
     next_errors = errors if next_errors is None else next_errors
-    return [TableEntry(LINK_STATE, {"m.pkt.dir": DIRECTION_IDS[name]},
-                       f"{PASS}link_errors.set_error",
+    return [TableEntry(p4.TABLE_LINK_STATE, {"dir": DIRECTION_IDS[name]},
+                       p4.ACTION_SET_ERROR,
                        {"threshold": threshold(p), "next": threshold(next_errors[name]),
                         "at": at_us})
             for name, p in errors.items()]
@@ -328,35 +296,35 @@ def loss_model_entries(profile):
         if loss is None:
             continue
         dir_id = DIRECTION_IDS[name]
-        entries.append(TableEntry(LOSS_MODEL, {"m.pkt.dir": dir_id, "bad": 0},
-                                  f"{PASS}loss_model.set_good",
+        entries.append(TableEntry(p4.TABLE_LOSS_MODEL, {"dir": dir_id, "bad": 0},
+                                  p4.ACTION_SET_GOOD,
                                   {"to_bad": threshold(loss.to_bad),
                                    "loss": threshold(loss.good_loss)}))
-        entries.append(TableEntry(LOSS_MODEL, {"m.pkt.dir": dir_id, "bad": 1},
-                                  f"{PASS}loss_model.set_bad",
+        entries.append(TableEntry(p4.TABLE_LOSS_MODEL, {"dir": dir_id, "bad": 1},
+                                  p4.ACTION_SET_BAD,
                                   {"to_good": threshold(loss.to_good),
                                    "loss": threshold(loss.bad_loss)}))
     return entries
 
 
 def jitter_entries(profile):
-    return [TableEntry(JITTER, {"m.pkt.dir": DIRECTION_IDS[name], "rand_index": index},
-                       f"{PASS}delay_variation.set_delay", {"delay_us": delay})
+    return [TableEntry(p4.TABLE_JITTER, {"dir": DIRECTION_IDS[name], "rand_index": index},
+                       p4.ACTION_SET_DELAY, {"delay_us": delay})
             for name, direction in profile.directions().items() if direction.jitter
             for index, delay in enumerate(delay_table(direction.jitter, direction.delay_us))]
 
 
 def delay_spike_entries(profile):
-    return [TableEntry(DELAY_SPIKES, {"m.pkt.dir": DIRECTION_IDS[name]},
-                       f"{PASS}delay_variation.set_spike",
+    return [TableEntry(p4.TABLE_DELAY_SPIKES, {"dir": DIRECTION_IDS[name]},
+                       p4.ACTION_SET_SPIKE,
                        {"threshold": threshold(d.delay_spikes.probability),
                         "length_us": d.delay_spikes.length_us})
             for name, d in profile.directions().items() if d.delay_spikes]
 
 
 def packet_fault_entries(profile):
-    return [TableEntry(PACKET_FAULTS, {"m.pkt.dir": DIRECTION_IDS[name]},
-                       f"{PASS}packet_faults.set_faults",
+    return [TableEntry(p4.TABLE_PACKET_FAULTS, {"dir": DIRECTION_IDS[name]},
+                       p4.ACTION_SET_FAULTS,
                        {"reorder": threshold(d.reorder), "duplicate": threshold(d.duplicate),
                         "corrupt": threshold(d.corrupt)})
             for name, d in profile.directions().items() if d.reorder or d.duplicate or d.corrupt]
@@ -406,7 +374,7 @@ def red_decay(red, rate_bps):
 
 def red_entries(profile):
     """Entries of the three RED tables, for the queues with RED."""
-    entries = {RED_PARAMS: [], RED_CURVE: [], RED_DECAY: []}
+    entries = {p4.TABLE_RED_PARAMS: [], p4.TABLE_RED_CURVE: [], p4.TABLE_RED_DECAY: []}
     for queue in class_queues(profile):
         red = queue.red
         if red is None:
@@ -415,20 +383,20 @@ def red_entries(profile):
         weight_q24 = round(red.weight * 2**24)
         if weight_q24 == 0:
             raise ValueError(f"RED weight {red.weight:g} is below the data plane's 2^-24")
-        entries[RED_PARAMS].append(TableEntry(
-            RED_PARAMS, key, f"{AQM}red.set_red",
+        entries[p4.TABLE_RED_PARAMS].append(TableEntry(
+            p4.TABLE_RED_PARAMS, key, p4.ACTION_SET_RED,
             {"bytes": int(red.mode == "bytes"), "weight_q24": weight_q24,
              "use_ecn": int(red.ecn)}))
         for low, high, p_b in red_curve(red):
-            action, params = ((f"{AQM}red.drop_all", {}) if p_b is None else
-                              (f"{AQM}red.signal_with",
+            action, params = ((p4.ACTION_DROP_ALL, {}) if p_b is None else
+                              (p4.ACTION_SIGNAL_WITH,
                                {"p_b_q16": max(1, round(p_b * Q16))}))
-            entries[RED_CURVE].append(TableEntry(
-                RED_CURVE, {**key, "s.avg": Range(low, high)}, action, params, priority=1))
+            entries[p4.TABLE_RED_CURVE].append(TableEntry(
+                p4.TABLE_RED_CURVE, {**key, "avg": Range(low, high)}, action, params, priority=1))
         for low, high, factor in red_decay(red, queue.rate_bps):
-            entries[RED_DECAY].append(TableEntry(
-                RED_DECAY, {**key, "idle_us": Range(low, high)},
-                f"{AQM}red.decay", {"factor_q16": round(factor * Q16)}, priority=1))
+            entries[p4.TABLE_RED_DECAY].append(TableEntry(
+                p4.TABLE_RED_DECAY, {**key, "idle_us": Range(low, high)},
+                p4.ACTION_DECAY, {"factor_q16": round(factor * Q16)}, priority=1))
     return entries
 
 
@@ -443,9 +411,9 @@ def sojourn_ramp(target_us):
 
 
 def sojourn_ramp_entries(profile):
-    return [TableEntry(SOJOURN_RAMP,
-                       {"m.pkt.dir": DIRECTION_IDS[name], "sojourn_us": Range(low, high)},
-                       f"{PASS}sojourn_ramp.mark_with", {"p_q16": round(p * Q16)},
+    return [TableEntry(p4.TABLE_SOJOURN_RAMP,
+                       {"dir": DIRECTION_IDS[name], "sojourn_us": Range(low, high)},
+                       p4.ACTION_MARK_WITH, {"p_q16": round(p * Q16)},
                        priority=1)
             for name, direction in profile.directions().items() if direction.sojourn_target_us
             for low, high, p in sojourn_ramp(direction.sojourn_target_us)]
@@ -453,8 +421,8 @@ def sojourn_ramp_entries(profile):
 
 def event_log_entries(directions):
     """Entries that make `directions` log every packet's fate."""
-    return [TableEntry(EVENT_LOG, {"m.pkt.dir": DIRECTION_IDS[name]},
-                       f"{PASS}event_log.log_events") for name in directions]
+    return [TableEntry(p4.TABLE_EVENT_LOG, {"dir": DIRECTION_IDS[name]},
+                       p4.ACTION_LOG_EVENTS) for name in directions]
 
 
 @dataclass(frozen=True)
@@ -511,8 +479,8 @@ class PortLayout:
             raise ValueError(f"a port is listed twice: {sorted(numbers)}")
 
     def table_entries(self):
-        entries = [TableEntry(f"{PASS}port_map.port_map", {"ingress_port": p.number},
-                              f"{PASS}port_map.set_direction",
+        entries = [TableEntry(p4.TABLE_PORT_MAP, {"ingress_port": p.number},
+                              p4.ACTION_SET_DIRECTION,
                               {"dir": DIRECTION_IDS[direction]})
                    for direction, ports in (("downlink", self.fixed), ("uplink", self.mobile))
                    for p in ports]
@@ -520,26 +488,26 @@ class PortLayout:
             dir_id = DIRECTION_IDS[direction]
             if len(far) == 1:
                 entries.append(self._forward(dir_id, Ternary(0, 0), 1,
-                                             "to_port", {"port": far[0].number}))
+                                             p4.ACTION_TO_PORT, {"port": far[0].number}))
                 continue
             for port in far:
                 entries.append(self._forward(dir_id, Ternary(mac_to_int(port.mac), 2**48 - 1),
-                                             2, "to_port", {"port": port.number}))
-            entries.append(self._forward(dir_id, Ternary(0, 0), 1, "flood",
+                                             2, p4.ACTION_TO_PORT, {"port": port.number}))
+            entries.append(self._forward(dir_id, Ternary(0, 0), 1, p4.ACTION_FLOOD,
                                          {"group": FLOOD_GROUPS[direction]}))
         return entries
 
     @staticmethod
     def _forward(dir_id, dst, priority, action, params):
-        return TableEntry(f"{PASS}port_map.forward",
-                          {"m.pkt.dir": dir_id, "ethernet.dst_addr": dst},
-                          f"{PASS}port_map.{action}", params, priority)
+        return TableEntry(p4.TABLE_FORWARD,
+                          {"dir": dir_id, "dst_addr": dst},
+                          action, params, priority)
 
     def multicast_groups(self):
         """Flooding to each side, and each port twice (duplicates)."""
         return [MulticastGroup(FLOOD_GROUPS["downlink"], tuple(p.number for p in self.mobile)),
                 MulticastGroup(FLOOD_GROUPS["uplink"], tuple(p.number for p in self.fixed))] + [
-            MulticastGroup(DUP_GROUP_BASE + p.number, (p.number, p.number))
+            MulticastGroup(p4.DUP_GROUP_BASE + p.number, (p.number, p.number))
             for p in self.fixed + self.mobile]
 
 
@@ -550,7 +518,7 @@ def install(switch, p4info_path, bmv2_json_path, layout, profile):
     entries = layout.table_entries()
     for table in {e.table for e in entries}:
         switch.sync_table(table, [e for e in entries if e.table == table])
-    switch.sync_table(LINK_STATE, link_state_entries({d: 0.0 for d in DIRECTION_IDS}))
+    switch.sync_table(p4.TABLE_LINK_STATE, link_state_entries({d: 0.0 for d in DIRECTION_IDS}))
     push_profile(switch, profile)
 
 
@@ -562,23 +530,23 @@ def profile_entries(profile):
     A profile without link states makes the link error-free, and one with a
     single state gives the link that state's errors for good; with more, the
     error probabilities are left to the StateDriver walking its timeline."""
-    tables = {QUEUE_PARAMS: queue_params_entries(profile),
-              TRAFFIC_CLASS: traffic_class_entries(profile),
-              LINK_PARAMS: link_params_entries(profile),
-              RELEASE: release_entries(profile),
-              ARQ: arq_entries(profile),
-              LINK: link_entries(profile),
-              LOSS_MODEL: loss_model_entries(profile),
-              JITTER: jitter_entries(profile),
-              DELAY_SPIKES: delay_spike_entries(profile),
-              PACKET_FAULTS: packet_fault_entries(profile),
+    tables = {p4.TABLE_QUEUE_PARAMS: queue_params_entries(profile),
+              p4.TABLE_TRAFFIC_CLASS: traffic_class_entries(profile),
+              p4.TABLE_LINK_PARAMS: link_params_entries(profile),
+              p4.TABLE_RELEASE: release_entries(profile),
+              p4.TABLE_ARQ: arq_entries(profile),
+              p4.TABLE_LINK: link_entries(profile),
+              p4.TABLE_LOSS_MODEL: loss_model_entries(profile),
+              p4.TABLE_JITTER: jitter_entries(profile),
+              p4.TABLE_DELAY_SPIKES: delay_spike_entries(profile),
+              p4.TABLE_PACKET_FAULTS: packet_fault_entries(profile),
               **red_entries(profile),
-              SOJOURN_RAMP: sojourn_ramp_entries(profile)}
+              p4.TABLE_SOJOURN_RAMP: sojourn_ramp_entries(profile)}
     if profile.states is None:
-        tables[LINK_STATE] = link_state_entries({d: 0.0 for d in DIRECTION_IDS})
+        tables[p4.TABLE_LINK_STATE] = link_state_entries({d: 0.0 for d in DIRECTION_IDS})
     elif len(profile.states.states) == 1:
         (state,) = profile.states.states.values()
-        tables[LINK_STATE] = link_state_entries(state.error)
+        tables[p4.TABLE_LINK_STATE] = link_state_entries(state.error)
     return tables
 
 
@@ -628,13 +596,13 @@ def counter_cells(switch, name):
     """{index: (packets, bytes)} of a counter, every byte count the frame's."""
     cells = {c.index: (c.packets, c.bytes) for c in switch.read_counter(name)}
     if name in HELD_ONLY:
-        return {i: (packets, octets - LINK_STATE_BYTES * packets)
+        return {i: (packets, octets - p4.LINK_STATE_BYTES * packets)
                 for i, (packets, octets) in cells.items()}
     if name not in HELD_CELLS:
         return cells
     half = len(cells) // 2
     return {i: (packets + cells[i + half][0],
-                octets + cells[i + half][1] - LINK_STATE_BYTES * cells[i + half][0])
+                octets + cells[i + half][1] - p4.LINK_STATE_BYTES * cells[i + half][0])
             for i, (packets, octets) in cells.items() if i < half}
 
 

@@ -15,7 +15,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from ..switch.dataplane import CPU_PORT
+from ..program import constants as p4
 from ..switch.thrift_runtime import SwitchQueues
 from . import leftovers
 
@@ -114,7 +114,7 @@ class SimpleSwitchGrpc:
         for number, name in sorted(self.ports.items()):
             args += ["-i", f"{number}@{name}"]
         return args + ["--", "--grpc-server-addr", self.grpc_address,
-                       "--cpu-port", str(CPU_PORT)]
+                       "--cpu-port", str(p4.CPU_PORT)]
 
     def start(self, timeout=15.0):
         for port in (self.grpc_port, self.thrift_port):

@@ -19,7 +19,7 @@ control DelayVariation(in bit<10> rand_index, in bit<16> rand_spike, inout link_
 
     table jitter {
         key = {
-            m.pkt.dir  : exact;
+            m.pkt.dir  : exact @name("dir");
             rand_index : exact;
         }
         actions = { set_delay; @defaultonly NoAction; }
@@ -34,7 +34,7 @@ control DelayVariation(in bit<10> rand_index, in bit<16> rand_spike, inout link_
     }
 
     table delay_spikes {
-        key = { m.pkt.dir : exact; }
+        key = { m.pkt.dir : exact @name("dir"); }
         actions = { set_spike; }
         const default_action = set_spike(0, 0);
         size = NUM_DIRECTIONS;

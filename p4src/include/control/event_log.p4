@@ -15,7 +15,7 @@ control EventLog(in time_us_t arrival_us, inout link_meta_t m) {
     }
 
     table event_log {
-        key = { m.pkt.dir : exact; }
+        key = { m.pkt.dir : exact @name("dir"); }
         actions = { log_events; @defaultonly NoAction; }
         const default_action = NoAction;
         size = NUM_DIRECTIONS;

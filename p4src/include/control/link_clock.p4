@@ -170,7 +170,7 @@ control LinkArrival(inout pass_h w, inout link_meta_t m) {
     }
 
     table link {
-        key = { m.pkt.dir : exact; }
+        key = { m.pkt.dir : exact @name("dir"); }
         actions = { plain; featured; }
         const default_action = plain(0, 0, 0, 0, 0, 0, 0, 0);
         size = NUM_DIRECTIONS;

@@ -29,7 +29,7 @@ control LinkErrors(in bit<16> rand, inout link_meta_t m) {
     }
 
     table link_state {
-        key = { m.pkt.dir : exact; }
+        key = { m.pkt.dir : exact @name("dir"); }
         actions = { set_error; }
         const default_action = set_error(0, 0, 0);
         size = NUM_DIRECTIONS;
@@ -47,7 +47,7 @@ control LinkErrors(in bit<16> rand, inout link_meta_t m) {
 
     // Without an entry there is no ARQ: an errored frame is lost at once.
     table arq {
-        key = { m.pkt.dir : exact; }
+        key = { m.pkt.dir : exact @name("dir"); }
         actions = { retransmit; }
         const default_action = retransmit(0, 0);
         size = NUM_DIRECTIONS;

@@ -29,7 +29,7 @@ control LinkParams(inout link_meta_t m) {
     }
 
     table link_params {
-        key = { m.pkt.dir : exact; }
+        key = { m.pkt.dir : exact @name("dir"); }
         actions = { set_params; @defaultonly ideal; }
         const default_action = ideal;
         size = NUM_DIRECTIONS;

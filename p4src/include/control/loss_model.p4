@@ -28,7 +28,7 @@ control LossModel(in bit<16> rand_move, in bit<16> rand_loss, in bit<1> bad,
 
     table loss_model {
         key = {
-            m.pkt.dir : exact;
+            m.pkt.dir : exact @name("dir");
             bad       : exact;
         }
         actions = { set_good; set_bad; }

@@ -28,7 +28,7 @@ control PacketFaults(in bit<16> rand_reorder, in bit<16> rand_duplicate,
     }
 
     table packet_faults {
-        key = { m.pkt.dir : exact; }
+        key = { m.pkt.dir : exact @name("dir"); }
         actions = { set_faults; }
         const default_action = set_faults(0, 0, 0);
         size = NUM_DIRECTIONS;

@@ -37,8 +37,8 @@ control PortMap(in bit<9> ingress_port, in ethernet_h ethernet, inout link_meta_
     // (broadcast, ARP, unknown unicast) with a low-priority wildcard entry.
     table forward {
         key = {
-            m.pkt.dir         : exact;
-            ethernet.dst_addr : ternary;
+            m.pkt.dir         : exact @name("dir");
+            ethernet.dst_addr : ternary @name("dst_addr");
         }
         actions = { to_port; flood; @defaultonly NoAction; }
         const default_action = NoAction;

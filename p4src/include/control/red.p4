@@ -26,7 +26,7 @@ control Red(in bit<32> queue_pkts, in bit<32> queue_bytes, in time_us_t idle_us,
     }
 
     table red_params {
-        key = { m.pkt.queue : exact; }
+        key = { m.pkt.queue : exact @name("queue"); }
         actions = { set_red; }
         const default_action = set_red(0, 0, 0);   // no RED: a miss
         size = NUM_QUEUES;
@@ -38,7 +38,7 @@ control Red(in bit<32> queue_pkts, in bit<32> queue_bytes, in time_us_t idle_us,
 
     table red_decay {
         key = {
-            m.pkt.queue : exact;
+            m.pkt.queue : exact @name("queue");
             idle_us     : range;
         }
         actions = { decay; }
@@ -57,8 +57,8 @@ control Red(in bit<32> queue_pkts, in bit<32> queue_bytes, in time_us_t idle_us,
 
     table red_curve {
         key = {
-            m.pkt.queue : exact;
-            s.avg       : range;
+            m.pkt.queue : exact @name("queue");
+            s.avg       : range @name("avg");
         }
         actions = { signal_with; drop_all; }
         const default_action = signal_with(0);   // below min_th: a miss

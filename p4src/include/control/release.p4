@@ -41,7 +41,7 @@ control Release(in time_us_t now_us, inout seq_t next_release, inout link_meta_t
 
     // Without an entry a direction releases each packet when it is due.
     table release {
-        key = { m.pkt.dir : exact; }
+        key = { m.pkt.dir : exact @name("dir"); }
         actions = { decide; }
         const default_action = decide(0);
         size = NUM_DIRECTIONS;

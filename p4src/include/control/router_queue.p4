@@ -24,7 +24,7 @@ control QueueParams(inout link_meta_t m) {
     // zeroed): only a packet that finds the link free gets through (an ideal
     // link never queues).
     table queue_params {
-        key = { m.pkt.queue : exact; }
+        key = { m.pkt.queue : exact @name("queue"); }
         actions = { set_queue; @defaultonly NoAction; }
         const default_action = NoAction;
         size = NUM_QUEUES;

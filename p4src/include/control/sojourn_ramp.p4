@@ -18,7 +18,7 @@ control SojournRamp(in time_us_t sojourn_us, in bit<16> rand, in link_meta_t m,
 
     table sojourn_ramp {
         key = {
-            m.pkt.dir  : exact;
+            m.pkt.dir  : exact @name("dir");
             sojourn_us : range;
         }
         actions = { mark_with; }

@@ -22,7 +22,7 @@ control TrafficClass(in ipv4_h ipv4, in ipv6_h ipv6, in l4_h l4, inout link_meta
 
     table traffic_class {
         key = {
-            m.pkt.dir  : exact;
+            m.pkt.dir  : exact @name("dir");
             w.is_ip    : exact @name("is_ip");
             w.dscp     : ternary @name("dscp");
             w.protocol : ternary @name("protocol");
