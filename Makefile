@@ -21,7 +21,7 @@ setup:
 	else echo "not root or no apt-get: install $(DEBIAN_PACKAGES) yourself"; fi
 	# The venv sees Debian's Mininet, which installs for /usr/bin/python3.
 	[ -x $(PYTHON) ] || /usr/bin/python3 -m venv --system-site-packages $(VENV)
-	$(PYTHON) -m pip install -q -r requirements.txt -e control_plane
+	$(PYTHON) -m pip install -q -r requirements.txt -e 'control_plane[analysis]'
 	@# p4c and BMv2 unless installed; CI takes packages only (a source build: 50 minutes).
 	@$(P4_TOOLS) $(if $(filter true,$(CI)),--no-source) || true
 

@@ -10,7 +10,6 @@ from pathlib import Path
 from .drivers.queue_monitor import QueueMonitor
 from .drivers.state_driver import RateDriver, StateDriver, default_record_path
 from .experiments.experiment import ExperimentError, load_experiment
-from .experiments.results import ResultsError, against_study, cell_statistics
 from .model.fields import shown
 from .model.link_states import TimelineError, read_timeline, walk, write_timeline
 from .model.profile import ProfileError, load_profile
@@ -205,12 +204,17 @@ def _experiment_check(args):
 
 
 def _experiment_run(args):
-    # Mininet and the runner are imported only here: the rest of the CLI
-    # works on any machine with a switch.
+    # Mininet, the runner and the analysis are imported only here: the rest of
+    # the CLI works on any machine with a switch, without the analysis extra.
     from mininet.log import setLogLevel
 
     from .testbed.emunet import BUILD
-    from .experiments.runner import run_batch
+    try:
+        from .experiments.results import against_study, cell_statistics
+        from .experiments.runner import run_batch
+    except ImportError as err:
+        raise OSError(f"{err.name} is missing: experiments need linkemu's analysis extra "
+                      "(pip install -e 'control_plane[analysis]', or 'make setup')") from None
 
     experiment = load_experiment(args.file, short=args.short)
     apps = {f.app for flows in experiment.workloads.values() for f in flows}
@@ -370,8 +374,7 @@ def main(argv=None):
     leftovers.exit_on_termination()
     try:
         return args.run(args) or 0
-    except (ProfileError, TimelineError, P4RuntimeError, ValueError, OSError,
-            ResultsError) as err:
+    except (ProfileError, TimelineError, P4RuntimeError, ValueError, OSError) as err:
         print(f"linkemu: {err}", file=sys.stderr)
         return 1
 

@@ -28,7 +28,7 @@ EXPECT_COLUMNS = ("profile", "tcp", "workload", "metric", "statistic", "study", 
                   "difference_percent", "within_percent", "result", "source")
 
 
-class ResultsError(RuntimeError):
+class ResultsError(ValueError):
     pass
 
 

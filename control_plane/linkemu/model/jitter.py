@@ -19,9 +19,9 @@ at 0 as NetEm does:
 """
 
 from dataclasses import dataclass
+from statistics import NormalDist
 
 import numpy as np
-from scipy import stats
 
 from ..program import constants as p4
 from .fields import boolean, choice, non_negative_time_us
@@ -30,6 +30,8 @@ from .units import format_time_us, parse_time_us
 TABLE_SIZE = p4.JITTER_SIZE // p4.NUM_DIRECTIONS   # a direction's delays: 10-bit draws
 DISTRIBUTIONS = ("uniform", "normal", "pareto", "paretonormal", "table")
 PARETO_SHAPE = 3.0
+PARETO_MEAN = PARETO_SHAPE / (PARETO_SHAPE - 1)   # scale 1
+PARETO_STD = (PARETO_SHAPE / ((PARETO_SHAPE - 1) ** 2 * (PARETO_SHAPE - 2))) ** 0.5
 PARETONORMAL_SAMPLES = 400_000
 
 
@@ -55,18 +57,23 @@ class DelaySpikes:
         return f"delay spikes of {format_time_us(self.length_us)} with p {self.probability:g}"
 
 
+def _pareto_ppf(u):
+    """Pareto's (scale 1, shape PARETO_SHAPE) inverse CDF."""
+    return (1 - u) ** (-1 / PARETO_SHAPE)
+
+
 def _standard_quantiles(distribution, u):
     """Quantiles of the standardized (mean 0, sd 1) distribution at u."""
     if distribution == "uniform":
         return 2 * u - 1   # half-width 1, as NetEm's jitter for uniform
     if distribution == "normal":
-        return stats.norm.ppf(u)
-    pareto = stats.pareto(PARETO_SHAPE)
+        return np.array([NormalDist().inv_cdf(p) for p in u])
     if distribution == "pareto":
-        return (pareto.ppf(u) - pareto.mean()) / pareto.std()
+        return (_pareto_ppf(u) - PARETO_MEAN) / PARETO_STD
     rng = np.random.default_rng(0)
-    mix = (0.25 * (pareto.rvs(PARETONORMAL_SAMPLES, random_state=rng) - pareto.mean())
-           / pareto.std() + 0.75 * rng.standard_normal(PARETONORMAL_SAMPLES))
+    pareto = _pareto_ppf(rng.uniform(size=PARETONORMAL_SAMPLES))
+    mix = (0.25 * (pareto - PARETO_MEAN) / PARETO_STD
+           + 0.75 * rng.standard_normal(PARETONORMAL_SAMPLES))
     return np.quantile(mix / mix.std(), u)
 
 
