@@ -78,10 +78,8 @@ const bit<2> AQM_DROP = 2;       // above max_th (2 x max_th if gentle): drop
 // What the link model decided about a packet. It rides with the packet
 // through the hold loop inside the packet itself: the deparser emits it
 // ahead of the frame while the packet is held, and the parser extracts it on
-// every recirculated pass. A field list would do the same, but BMv2 resets
-// every metadata field and copies every listed one on every pass of the
-// loop (about 1 200 instructions a field), where extracting a field is a
-// fraction of that. The glue hands an arriving packet's state to the link
+// every recirculated pass: cheaper on BMv2 than a field list
+// (docs/bmv2-costs.md). The glue hands an arriving packet's state to the link
 // model zeroed (on BMv2, setValid zeroes a header): the controls set only
 // what differs from 0.
 header link_state_h {
@@ -150,9 +148,8 @@ struct event_t {
 }
 
 // The event as the digest sends it: event_t's members end to end, in their
-// order, in one field. p4c copies a digest's members into metadata
-// temporaries, which BMv2 resets on every pass of every packet, held ones
-// included (about 700 instructions a field): one field, not ten.
+// order, in one field: p4c copies a digest's members into metadata
+// temporaries, and each costs every pass (docs/bmv2-costs.md).
 struct event_digest_t {
     bit<296> event;
 }
@@ -182,19 +179,15 @@ struct red_work_t {
     bit<1>  bytes_mode;
 }
 
-// Working values live in headers, not in locals or metadata: BMv2 resets
-// every metadata field, locals included, on every pass of the hold loop; a
-// header's fields only when it is made valid, which only the code that uses
-// them does (about 700 instructions a field, from callgrind). A link-model
+// Working values live in headers, not in locals or metadata, which BMv2
+// charges on every pass (docs/bmv2-costs.md); a header's fields only when it
+// is made valid, which only the code that uses them does. A link-model
 // control whose table's action can draw or compute its result keeps no
 // working values: it does so in the action, with the action's parameters in
 // place (a ?: inside an action stays one expression; in a control's body p4c
-// makes it a condition and a temporary, and p4c carries a value computed
-// there into a register write that stores it through a metadata temporary).
-// The others (TrafficClass, Red) take theirs as a struct in the glue's
-// feature_pass_h, not in a header of their own: BMv2 marks every header
-// invalid at the end of every pass of every packet (about 750 instructions
-// a header). pass_h holds the v1model glue's for one full pass of a packet,
+// makes it a condition and a temporary). The others (TrafficClass, Red) take
+// theirs as a struct in the glue's feature_pass_h, not in a header of their
+// own, since every header costs every pass too. pass_h holds the v1model glue's for one full pass of a packet,
 // made valid by that pass only: the fast path's passes never pay for them;
 // LinkArrival works in it too. Never emitted (BMv2 still adds its bytes to
 // egress's packet_length, which nothing reads there).
@@ -289,8 +282,7 @@ struct headers_t {
     link_meta_t link;
 }
 
-// Empty: BMv2 resets every metadata field on every pass of every packet,
-// held ones included (see pass_h).
+// Empty: every metadata field costs every pass (see pass_h).
 struct metadata_t {
 }
 

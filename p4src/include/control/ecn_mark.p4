@@ -23,8 +23,7 @@ control EcnMark(inout headers_t hdr) {
     apply {
         if (hdr.ipv4.isValid()) {
             // The checksum first, the ECN field last: a local live across a
-            // change of the header is a metadata field, which BMv2 resets on
-            // every pass of every packet.
+            // change of the header is a metadata field (docs/bmv2-costs.md).
             bit<32> sum = (bit<32>) ~hdr.ipv4.hdr_checksum +
                           (bit<32>) ~(hdr.ipv4.version ++ hdr.ipv4.ihl ++ hdr.ipv4.dscp ++
                                       hdr.ipv4.ecn) +

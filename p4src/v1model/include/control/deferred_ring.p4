@@ -27,8 +27,7 @@ bit<32> defer_slot(in direction_t dir, in bit<32> ticket) {
 
 // A slot for the register accesses that follow is set by a table's action:
 // p4c copies a slot computed in a control into a temporary of its own at
-// every access, and each is one more metadata field for BMv2 to reset on
-// every pass.
+// every access (docs/bmv2-costs.md).
 
 // hdr.pass.head and tail; the head's arrival and sizes if the ring is not
 // empty.

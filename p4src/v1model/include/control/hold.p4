@@ -56,8 +56,8 @@ bit<9> turn_port(in seq_t seq) {
 // sleeps until it heads its ring (then it looks every pass: its passes are
 // events that settle it) or another event settled it; a due packet waiting
 // for its turn in release order sleeps until its turn comes or it gives up
-// waiting. No locals here or anywhere in a pass: p4c makes each a metadata
-// field, which BMv2 resets on every pass of every packet. A held packet's
+// waiting. No locals here or anywhere in a pass: each is a metadata field
+// (docs/bmv2-costs.md). A held packet's
 // state is valid from its parser on; an arriving packet's only once
 // LinkPass makes it valid: one test, cheaper than the instance type's.
 control HoldFastPath(inout headers_t hdr, inout standard_metadata_t std) {
