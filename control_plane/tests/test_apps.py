@@ -148,11 +148,15 @@ class HeldHandler(socketserver.BaseRequestHandler):
         page = self.server
         self.size = int(read_heads(self.request, 1).split(b" ")[1][1:])
         head, body = apps.response_head("HTTP/1.0", self.size, close=True)
-        self.request.sendall(head)
+        # Held before its head goes out: the head is the first data that lets
+        # the client open the next connection, whose request is then held
+        # after this one.
         with page.changed:
             page.held.append(self)
             page.most_held = max(page.most_held, len(page.held))
             page.changed.notify_all()
+        self.request.sendall(head)
+        with page.changed:
             if not page.changed.wait_for(self.my_turn, timeout=5):
                 page.stuck = [handler.size for handler in page.held]
                 return
