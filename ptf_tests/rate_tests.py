@@ -84,10 +84,9 @@ class TraceTest(RateTest):
         # Delivered by each 100 ms instant: never more than the rates allowed
         # (+3), and behind them by at most a stall of the host (MAX_LATE_S).
         lag_ms = MAX_LATE_S * 1e3
-        behind = [frames_allowed(applied, 0, t - lag_ms) - sum(1 for x in offsets_ms if x < t)
-                  for t in range(100, 1700, 100)]
-        ahead = [sum(1 for x in offsets_ms if x < t) - frames_allowed(applied, 0, t)
-                 for t in range(100, 1700, 100)]
+        by = {t: sum(1 for x in offsets_ms if x < t) for t in range(100, 1700, 100)}
+        behind = [frames_allowed(applied, 0, t - lag_ms) - n for t, n in by.items()]
+        ahead = [n - frames_allowed(applied, 0, t) for t, n in by.items()]
         print(f"delivered - as written per 100 ms: {[round(e, 1) for e in as_written]}; "
               f"- as traced: {as_traced}; writes: {driver.latency_summary()}; "
               f"by each instant, behind the rates {lag_ms:g} ms before: "

@@ -5,7 +5,7 @@
 // list, whose fields are reset and copied one by one on every pass. Ingress
 // decides on every pass, so all link state is touched by BMv2's single
 // ingress thread only. A pass with nothing due (the packet's wake_us is
-// ahead) takes the fast path (HoldFastPath): one condition, no table of the
+// ahead) takes the fast path (LinkemuIngress): one condition, no table of the
 // link model; every other pass is a full pass (LinkPass), several times
 // dearer. The hold ports spread the held packets over 16 egress queues of
 // BMv2's default 64 packets, which matches the 1024-packet recirculation
@@ -51,23 +51,17 @@ bit<9> turn_port(in seq_t seq) {
     return hold_port(seq) + TURN_PORT_OFFSET;
 }
 
-// A held packet with nothing due goes straight round again, on one
-// condition: most passes end here (std.egress_spec set). A deferred packet
-// sleeps until it heads its ring (then it looks every pass: its passes are
-// events that settle it) or another event settled it; a due packet waiting
-// for its turn in release order sleeps until its turn comes or it gives up
-// waiting. No locals here or anywhere in a pass: each is a metadata field
-// (docs/bmv2-costs.md). A held packet's
-// state is valid from its parser on; an arriving packet's only once
-// LinkPass makes it valid: one test, cheaper than the instance type's.
-control HoldFastPath(inout headers_t hdr, inout standard_metadata_t std) {
+// A held packet that is not yet due but waits for something other than the
+// clock: a deferred packet sleeps until it heads its ring (then it looks
+// every pass: its passes are events that settle it) or another event
+// settled it; a due packet waiting for its turn in release order sleeps
+// until its turn comes or it gives up waiting. Sent round (std.egress_spec
+// set) while it still waits. No locals here or anywhere in a pass: each is
+// a metadata field (docs/bmv2-costs.md).
+control HoldWait(inout headers_t hdr, inout standard_metadata_t std) {
     apply {
         if (hdr.link.pkt.isValid() &&
-            hdr.link.pkt.now_us < hdr.link.pkt.wake_us &&
-            hdr.link.pkt.flags & (PKT_DEFERRED | PKT_TURN) == 0) {
-            std.egress_spec = hold_port(hdr.link.pkt.seq);
-        } else if (hdr.link.pkt.isValid() &&
-                   hdr.link.pkt.now_us < hdr.link.pkt.wake_us) {
+            hdr.link.pkt.now_us < hdr.link.pkt.wake_us) {
             if (hdr.link.pkt.flags & PKT_DEFERRED != 0) {
                 defer_head.read(hdr.link.pkt.peek, hdr.link.pkt.dir);
             } else {
