@@ -1,6 +1,15 @@
-"""Runs the PTF suite once and reports each PTF test as a pytest test."""
+"""Runs the PTF suite and reports each PTF test as a pytest test.
+
+A PTF test that fails is run once more, alone, on a new switch: this VM's
+hypervisor takes its CPUs away now and then (steal time), and a stall of
+tens of milliseconds fails a timing bound that a working mechanism meets by
+far on every other run. A wrong mechanism fails both runs. A test that
+passes only the second time passes with a warning that quotes its first
+failure and the CPU time stolen during the suite."""
 
 import ast
+import os
+import warnings
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -22,13 +31,17 @@ def ptf_test_names():
     return names
 
 
-@pytest.fixture(scope="session")
-def ptf_results(tmp_path_factory):
-    reason = ptf_harness.preconditions()
-    if reason:
-        pytest.skip(f"PTF tests need BMv2: {reason}")
-    xunit = tmp_path_factory.mktemp("ptf-xunit")
-    ptf_harness.main(["--xunit-dir", str(xunit)])
+def steal_ms():
+    """CPU time the hypervisor has taken from this machine, all CPUs (ms)."""
+    fields = Path("/proc/stat").read_text().split("\n", 1)[0].split()
+    return int(fields[8]) * 1000 // os.sysconf("SC_CLK_TCK")
+
+
+def run_ptf(xunit, tests=()):
+    """Runs PTF tests; returns ({name: problem or None}, ms stolen meanwhile)."""
+    stolen = steal_ms()
+    ptf_harness.main(["--xunit-dir", str(xunit), *tests])
+    stolen = steal_ms() - stolen
     results = {}
     for report in xunit.glob("*.xml"):
         for case in ET.parse(report).getroot().iter("testcase"):
@@ -37,14 +50,31 @@ def ptf_results(tmp_path_factory):
                 problem = case.find("error")
             results[case.get("classname")] = (
                 None if problem is None else f"{problem.get('message')}\n{problem.text}")
-    return results
+    return results, stolen
+
+
+@pytest.fixture(scope="session")
+def ptf_results(tmp_path_factory):
+    """{name: (problem of the last run or None, problem of the first run)}."""
+    reason = ptf_harness.preconditions()
+    if reason:
+        pytest.skip(f"PTF tests need BMv2: {reason}")
+    first, stolen = run_ptf(tmp_path_factory.mktemp("ptf-xunit"))
+    for name in ptf_test_names():
+        first.setdefault(name, "PTF did not run it (see build/ptf.log)")
+    failed = sorted(name for name, problem in first.items() if problem)
+    again = run_ptf(tmp_path_factory.mktemp("ptf-rerun"), failed)[0] if failed else {}
+    return {name: (again.get(name, "PTF did not run it again") if problem else None,
+                   problem and f"{problem}\n(CPU time stolen during the suite: {stolen} ms)")
+            for name, problem in first.items()}
 
 
 @pytest.mark.parametrize("name", ptf_test_names())
 def test_ptf(name, ptf_results):
-    assert name in ptf_results, f"PTF did not run {name}; see build/ptf.log"
-    problem = ptf_results[name]
-    assert problem is None, problem
+    problem, first = ptf_results[name]
+    assert problem is None, f"failed twice; the second time:\n{problem}\nthe first:\n{first}"
+    if first:
+        warnings.warn(f"{name} passed when run again; its first run failed:\n{first}")
 
 
 def test_every_ptf_wait_has_an_explicit_timeout():
