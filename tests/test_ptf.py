@@ -53,20 +53,27 @@ def run_ptf(xunit, tests=()):
     return results, stolen
 
 
-@pytest.fixture(scope="session")
-def ptf_results(tmp_path_factory):
-    """{name: (problem of the last run or None, problem of the first run)}."""
-    reason = ptf_harness.preconditions()
-    if reason:
-        pytest.skip(f"PTF tests need BMv2: {reason}")
-    first, stolen = run_ptf(tmp_path_factory.mktemp("ptf-xunit"))
-    for name in ptf_test_names():
+def run_twice(run, names):
+    """Runs every test (run(()) -> ({name: problem or None}, ms stolen)),
+    then those that failed or did not run once more (run(failed)); returns
+    {name: (problem of the last run or None, problem of the first run)}."""
+    first, stolen = run(())
+    for name in names:
         first.setdefault(name, "PTF did not run it (see build/ptf.log)")
     failed = sorted(name for name, problem in first.items() if problem)
-    again = run_ptf(tmp_path_factory.mktemp("ptf-rerun"), failed)[0] if failed else {}
+    again = run(failed)[0] if failed else {}
     return {name: (again.get(name, "PTF did not run it again") if problem else None,
                    problem and f"{problem}\n(CPU time stolen during the suite: {stolen} ms)")
             for name, problem in first.items()}
+
+
+@pytest.fixture(scope="session")
+def ptf_results(tmp_path_factory):
+    reason = ptf_harness.preconditions()
+    if reason:
+        pytest.skip(f"PTF tests need BMv2: {reason}")
+    return run_twice(lambda tests: run_ptf(tmp_path_factory.mktemp("ptf-xunit"), tests),
+                     ptf_test_names())
 
 
 @pytest.mark.parametrize("name", ptf_test_names())
@@ -75,6 +82,25 @@ def test_ptf(name, ptf_results):
     assert problem is None, f"failed twice; the second time:\n{problem}\nthe first:\n{first}"
     if first:
         warnings.warn(f"{name} passed when run again; its first run failed:\n{first}")
+
+
+def test_a_failed_ptf_test_runs_once_more_alone():
+    """Only the tests that failed or did not run go again; a test passes
+    only if its second run does, and keeps its first failure to show."""
+    calls = []
+
+    def run(tests):
+        calls.append(list(tests))
+        if not tests:
+            return {"a.Passes": None, "a.Flaky": "late", "a.Broken": "wrong"}, 120
+        return {"a.Flaky": None, "a.Broken": "wrong again", "a.Missing": None}, 0
+
+    results = run_twice(run, ["a.Passes", "a.Flaky", "a.Broken", "a.Missing"])
+    assert calls == [[], ["a.Broken", "a.Flaky", "a.Missing"]]
+    assert results["a.Passes"] == (None, None)
+    assert results["a.Flaky"] == (None, "late\n(CPU time stolen during the suite: 120 ms)")
+    assert results["a.Broken"][0] == "wrong again"
+    assert results["a.Missing"][0] is None and "did not run" in results["a.Missing"][1]
 
 
 def test_every_ptf_wait_has_an_explicit_timeout():
