@@ -74,19 +74,20 @@ class TraceTest(RateTest):
         applied = [((a.applied_unix - origin) * 1e3, (a.change[1].rate_bps or 0) / 12e6)
                    for a in driver.applied]
         model = RateTrace("steps", tuple(slow + fast), 20)
+        # Frames delivered by each 100 ms instant, while the frames come in
+        # (the backlog only grows over a period).
+        by = {t: sum(1 for x in offsets_ms if x < t) for t in range(0, 1700, 100)}
         as_written, as_traced = [], []
-        # While the frames come in (the backlog only grows over a period).
         for start in range(0, 1600, 100):
-            delivered = sum(1 for t in offsets_ms if start <= t < start + 100)
+            delivered = by[start + 100] - by[start]
             as_written.append(delivered - frames_allowed(applied, start, start + 100))
             as_traced.append(delivered - (model.opportunities_before(start + 100)
                                           - model.opportunities_before(start)))
-        # Delivered by each 100 ms instant: never more than the rates allowed
-        # (+3), and behind them by at most a stall of the host (MAX_LATE_S).
+        # By each instant: never more than the rates allowed (+3), and behind
+        # them by at most a stall of the host (MAX_LATE_S).
         lag_ms = MAX_LATE_S * 1e3
-        by = {t: sum(1 for x in offsets_ms if x < t) for t in range(100, 1700, 100)}
-        behind = [frames_allowed(applied, 0, t - lag_ms) - n for t, n in by.items()]
-        ahead = [n - frames_allowed(applied, 0, t) for t, n in by.items()]
+        behind = [frames_allowed(applied, 0, t - lag_ms) - by[t] for t in range(100, 1700, 100)]
+        ahead = [by[t] - frames_allowed(applied, 0, t) for t in range(100, 1700, 100)]
         print(f"delivered - as written per 100 ms: {[round(e, 1) for e in as_written]}; "
               f"- as traced: {as_traced}; writes: {driver.latency_summary()}; "
               f"by each instant, behind the rates {lag_ms:g} ms before: "

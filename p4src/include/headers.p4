@@ -187,10 +187,11 @@ struct red_work_t {
 // place (a ?: inside an action stays one expression; in a control's body p4c
 // makes it a condition and a temporary). The others (TrafficClass, Red) take
 // theirs as a struct in the glue's feature_pass_h, not in a header of their
-// own, since every header costs every pass too. pass_h holds the v1model glue's for one full pass of a packet,
-// made valid by that pass only: the fast path's passes never pay for them;
-// LinkArrival works in it too. Never emitted (BMv2 still adds its bytes to
-// egress's packet_length, which nothing reads there).
+// own, since every header costs every pass too. pass_h holds the v1model
+// glue's for one full pass of a packet, made valid by that pass only: the
+// fast path's passes never pay for them; LinkArrival works in it too. Never
+// emitted (BMv2 still adds its bytes to egress's packet_length, which
+// nothing reads there).
 header pass_h {
     time_us_t  now;
     bit<32>    l3_len;
