@@ -408,11 +408,19 @@ class Bench:
 
     def held_1s(self, what, count, spacing):
         """`count` 200 B frames `spacing` s apart, held 1 s: how many left,
-        and their release error."""
+        how many linkemu refused (its hold loop full), and their release error."""
+        refused = self.refused()
         run = self.send(what, [(i * spacing, 200) for i in range(count)],
                         wait=1.5, hold_us=1_000_000)
-        return {"delivered": len(run.departures),
+        return {"delivered": len(run.departures), "refused": self.refused() - refused,
                 **percentiles([x - 1.0 for x in run.latencies()])}
+
+    def refused(self):
+        """Frames linkemu refused on arrival so far, its hold loop full (drop_hold)."""
+        if not self.linkemu:
+            return 0
+        return sum(c[0] for c in
+                   dataplane.read_counters(self.controller)["drop_hold"].values())
 
     # Capacity ----------------------------------------------------------------
     def saturated_rate(self):

@@ -187,7 +187,9 @@ def capacity_targets(report):
                               ("the bare sleep lanes", lanes["hold_floor"], asleep)):
         row = max(floor, key=lambda r: r["held"])
         rows.append((f"{row['held']} frames held 1 s ({name}): all out, p99 <= 2 ms",
-                     f"{row['delivered']} out, p99 {row.get('p99_ms', 0):.3f} ms",
+                     f"{row['delivered']} out"
+                     + (f" ({row['refused']} refused)" if row.get("refused") else "")
+                     + f", p99 {row.get('p99_ms', 0):.3f} ms",
                      row["delivered"] == row["held"] and row.get("p99_ms", 1e9) <= 2.0, note))
     for name, cpu in (("linkemu", emu["held_cpu"]), ("the bare sleep lanes", lanes["held_cpu"])):
         most = max(cpu, key=lambda r: r["held"])
@@ -367,7 +369,9 @@ def markdown(report):
               "Release error (ms) with N frames held 1 s at once: linkemu; bench/lanes.p4, "
               "frames asleep in rate-limited egress queues (sleep lanes) and nothing else; "
               "bench/hold.p4, linkemu's recirculation loop with nothing else, alone and in "
-              "linkemu's shape; lost: frames that never left the switch (BMv2 dropped them).",
+              "linkemu's shape; lost: frames that never left the switch (BMv2 dropped them), "
+              "and for linkemu, apart, those it refused on arrival while its hold loop "
+              "carried all it can (drop_hold).",
               "", "| held | linkemu p50 | p99 | max | lost | sleep lanes p50 | p99 | max | lost "
               "| recirculation p50 | p99 | max | lost | in linkemu's shape p50 | p99 | max | "
               "lost |", "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
@@ -376,7 +380,8 @@ def markdown(report):
     for rows in zip(*floors):
         lines.append(f"| {rows[0]['held']} | " + " | ".join(
             f"{r.get('p50_ms', 0):.3f} | {r.get('p99_ms', 0):.3f} | {r.get('max_ms', 0):.3f} | "
-            f"{r['held'] - r['delivered']}" for r in rows) + " |")
+            f"{r['held'] - r['delivered'] - r.get('refused', 0)}"
+            + (f" ({r['refused']} refused)" if r.get("refused") else "") for r in rows) + " |")
     lines += ["", "Most frames held at once with release error p99 <= {:g} ms: linkemu "
               "{}, the sleep lanes {}, the recirculation loop {}, in linkemu's shape {}.".format(
                   TARGETS["delay_p99_ms"], *(held_capacity(f) for f in floors))]

@@ -13,6 +13,7 @@ from .experiments.experiment import ExperimentError, load_experiment
 from .model.fields import shown
 from .model.link_states import TimelineError, read_timeline, walk, write_timeline
 from .model.profile import ProfileError, load_profile
+from .program import constants as p4
 from .switch import dataplane
 from .switch.dataplane import Port, PortLayout
 from .switch.p4runtime import P4Info, P4RuntimeError, Switch
@@ -69,6 +70,11 @@ def _check(args):
         print(f"{path}: {profile.name}: MTU {profile.mtu}")
         for name, direction in profile.directions().items():
             print(f"  {name:8} {direction.describe()}")
+        held = profile.frames_held_busy()
+        if held is not None and held > p4.HOLD_CAPACITY:
+            print(f"  busy both ways with full router queues it would hold {held} frames "
+                  f"of the MTU, more than the {p4.HOLD_CAPACITY} linkemu's hold loop "
+                  "carries: arrivals beyond are dropped (drop_hold)")
     return _check_each(args.profiles, load, show)
 
 

@@ -25,6 +25,18 @@ def test_check_prints_both_directions(capsys, tmp_path):
     assert "downlink rate 64kbit, delay 300ms, queue 20 packets" in out
 
 
+def test_check_says_when_a_busy_link_would_fill_the_hold(capsys, tmp_path):
+    # 100 Mbit/s x 160 ms: 1334 frames of 1500 B in flight, plus the queues.
+    path = tmp_path / "p.yaml"
+    path.write_text("downlink: {rate: 100Mbit, delay: 160ms, queue: 100}\n"
+                    "uplink: {rate: 1Mbit, delay: 160ms, queue: 10}\n")
+    assert main(["check", str(path)]) == 0
+    assert "it would hold 1458 frames of the MTU, more than the 960" in capsys.readouterr().out
+    path.write_text("downlink: {rate: 10Mbit, delay: 160ms, queue: 100}\nuplink: {}\n")
+    assert main(["check", str(path)]) == 0
+    assert "would hold" not in capsys.readouterr().out
+
+
 def test_bad_profile_is_rejected_before_connecting(capsys, tmp_path):
     path = tmp_path / "bad.yaml"
     path.write_text("downlink: {rate: 64kbps}\nuplink: {queue: 0}\n")

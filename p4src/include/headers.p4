@@ -211,6 +211,8 @@ header pass_h {
     bit<16>    rand;
     time_us_t  busy_until;
     seq_t      next;      // the direction's next release
+    bit<32>    held;      // packets the hold loop carries (LinkPass's count_held)
+    bit<32>    held_part;
     // The event log's "now" (log_clock): here, since log_event makes
     // feature_pass_h valid and p4c would copy an argument from it.
     time_us_t  clock;

@@ -17,4 +17,8 @@
 // while its packet waits.
 const bit<32> DEFER_RING = 1024;
 
+// Packets the hold loop carries at once, all directions: BMv2's
+// recirculation queue holds 1024 and drops the rest silently.
+const bit<32> HOLD_CAPACITY = 960;
+
 #endif

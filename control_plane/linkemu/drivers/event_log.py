@@ -30,7 +30,8 @@ from ..switch import dataplane
 from .fidelity import model_due
 
 DIGEST = "event_digest_t"
-OUTCOMES = ("released", "drop_queue", "drop_aqm", "drop_loss_model", "drop_link_error")
+OUTCOMES = ("released", "drop_queue", "drop_aqm", "drop_loss_model", "drop_link_error",
+            "drop_hold")
 FLAGS = {"marked": p4.EVENT_MARKED, "held": p4.EVENT_HELD, "ahead": p4.EVENT_AHEAD,
          "duplicate": p4.EVENT_DUPLICATE, "corrupted": p4.EVENT_CORRUPTED}
 FIELDS = ("direction", "outcome", "seq", "length", "arrival_us", "start_us", "due_us",

@@ -192,6 +192,18 @@ class Profile:
     def directions(self):
         return {"downlink": self.downlink, "uplink": self.uplink}
 
+    def frames_held_busy(self):
+        """Frames of the MTU both directions hold at once when busy (in flight
+        for the delay, and a full router queue); None for a direction without
+        a rate limit, which holds whatever is offered."""
+        total = 0
+        for d in self.directions().values():
+            if d.rate_bps is None:
+                return None
+            frame_bits = (self.mtu + d.overhead_bytes) * 8
+            total += math.ceil(d.rate_bps * d.delay_us / 1e6 / frame_bits) + d.queue_packets
+        return total
+
 
 class ProfileError(ValueError):
     """A profile that cannot be used; lists every problem found."""

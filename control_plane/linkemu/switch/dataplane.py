@@ -39,6 +39,7 @@ COUNTERS = {
     "drop_link_error": "dropped: link error (after ARQ, if any)",
     "drop_loss_model": "dropped: Bernoulli / Gilbert-Elliott loss model",
     "drop_malformed": "dropped: not an Ethernet frame",
+    "drop_hold": "dropped on arrival: the hold loop carried as many as it can",
     "retransmissions": "ARQ retransmission attempts",
     "arq_delayed": "packets delayed by ARQ",
     "held_behind": "packets held behind a retransmission (in-order release)",
@@ -52,7 +53,8 @@ COUNTERS = {
 }
 # Where a frame that entered the link ends: delivered, or dropped once
 # (drop_aqm_ect is a part of drop_aqm; malformed frames never entered).
-LINK_EXITS = ("link_out", "drop_queue", "drop_aqm", "drop_link_error", "drop_loss_model")
+LINK_EXITS = ("link_out", "drop_queue", "drop_aqm", "drop_link_error", "drop_loss_model",
+              "drop_hold")
 # Where a frame comes in: to the link, as a duplicate, to a router queue.
 ENTRY_COUNTERS = ("link_in", "duplicated", "queue_enter")
 QUEUE_COUNTERS = ("drop_queue", "drop_aqm", "drop_aqm_ect", "ecn_marks", "ramp_marks",

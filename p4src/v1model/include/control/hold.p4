@@ -10,9 +10,10 @@
 // dearer. The hold ports spread the held packets over 16 egress queues of
 // BMv2's default 64 packets, which matches the 1024-packet recirculation
 // queue: that queue bounds the loop (hold queues deepened to 4096 over
-// Thrift held no more: 2000 held 1 s, 33 out, measured); they are all = 0
-// mod 4, so one BMv2 egress worker serves them all, which keeps the loop on
-// two threads.
+// Thrift held no more: 2000 held 1 s, 33 out, measured), so LinkPass admits
+// no packet past HOLD_CAPACITY (size.p4). The hold ports are all = 0 mod 4,
+// so one BMv2 egress worker serves them all, which keeps the loop on two
+// threads.
 //
 // Turn lane: a due packet waiting for its turn in release order, or one
 // that release pacing holds back, goes round on the port beside its hold

@@ -50,6 +50,7 @@ control LinkPass(inout headers_t hdr, inout metadata_t meta,
     counter(2 * NUM_DIRECTIONS, CounterType.packets_and_bytes) drop_link_error; // HELD_CELLS
     counter(NUM_DIRECTIONS, CounterType.packets_and_bytes) drop_loss_model;
     counter(NUM_DIRECTIONS, CounterType.packets) drop_malformed;
+    counter(NUM_DIRECTIONS, CounterType.packets_and_bytes) drop_hold;
     counter(NUM_DIRECTIONS, CounterType.packets) retransmissions;
     counter(NUM_DIRECTIONS, CounterType.packets) arq_delayed;
     counter(NUM_DIRECTIONS, CounterType.packets) held_behind;
@@ -98,6 +99,27 @@ control LinkPass(inout headers_t hdr, inout metadata_t meta,
                              hdr.link.pkt.retx, hdr.link.pkt.flags[7:0]};
     }
 
+    // The packets the hold loop carries, both directions: each admitted in
+    // link order and not yet released (paced ones keep their turn), and each
+    // deferred one. Counted from positions, so a count never drifts.
+    action count_held() {
+        next_seq.read(hdr.pass.held, 0);
+        release_next.read(hdr.pass.held_part, 0);
+        hdr.pass.held = hdr.pass.held - hdr.pass.held_part;
+        next_seq.read(hdr.pass.held_part, 1);
+        hdr.pass.held = hdr.pass.held + hdr.pass.held_part;
+        release_next.read(hdr.pass.held_part, 1);
+        hdr.pass.held = hdr.pass.held - hdr.pass.held_part;
+        defer_tail.read(hdr.pass.held_part, 0);
+        hdr.pass.held = hdr.pass.held + hdr.pass.held_part;
+        defer_head.read(hdr.pass.held_part, 0);
+        hdr.pass.held = hdr.pass.held - hdr.pass.held_part;
+        defer_tail.read(hdr.pass.held_part, 1);
+        hdr.pass.held = hdr.pass.held + hdr.pass.held_part;
+        defer_head.read(hdr.pass.held_part, 1);
+        hdr.pass.held = hdr.pass.held - hdr.pass.held_part;
+    }
+
     apply {
         hdr.pass.setValid();
         // "Now": arrival for a new packet, the last egress pass for a held one
@@ -137,7 +159,17 @@ control LinkPass(inout headers_t hdr, inout metadata_t meta,
             queue_read.apply(hdr);
             release_next.read(hdr.pass.next, hdr.link.pkt.dir);
             event_log.apply(hdr.pass.now, hdr.link);
-            link_arrival.apply(hdr.pass, hdr.link);
+            count_held();
+            if (hdr.pass.held >= HOLD_CAPACITY) {
+                hdr.pass.refused = true;
+                drop_hold.count(hdr.link.pkt.dir);
+                if (hdr.link.pkt.flags & PKT_LOG != 0) {
+                    log_event(EVENT_DROP_HOLD, hdr.pass.now);
+                }
+                mark_to_drop(std);
+            } else {
+                link_arrival.apply(hdr.pass, hdr.link);
+            }
         } else {
             hdr.pass.now = hdr.link.pkt.now_us;
             hdr.pass.l3_len = std.packet_length -
