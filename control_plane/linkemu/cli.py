@@ -13,7 +13,6 @@ from .experiments.experiment import ExperimentError, load_experiment
 from .model.fields import shown
 from .model.link_states import TimelineError, read_timeline, walk, write_timeline
 from .model.profile import ProfileError, load_profile
-from .program import constants as p4
 from .switch import dataplane
 from .switch.dataplane import Port, PortLayout
 from .switch.p4runtime import P4Info, P4RuntimeError, Switch
@@ -70,11 +69,8 @@ def _check(args):
         print(f"{path}: {profile.name}: MTU {profile.mtu}")
         for name, direction in profile.directions().items():
             print(f"  {name:8} {direction.describe()}")
-        held = profile.frames_held_busy()
-        if held is not None and held > p4.HOLD_CAPACITY:
-            print(f"  busy both ways with full router queues it would hold {held} frames "
-                  f"of the MTU, more than the {p4.HOLD_CAPACITY} linkemu's hold loop "
-                  "carries: arrivals beyond are dropped (drop_hold)")
+        if profile.hold_warning():
+            print(f"  {profile.hold_warning()}")
     return _check_each(args.profiles, load, show)
 
 
@@ -85,8 +81,14 @@ def _connect(args, primary=True):
     return Switch(args.switch, args.device_id, timeout=args.timeout, primary=primary)
 
 
+def _warn(profile):
+    if profile.hold_warning():
+        print(f"linkemu: {profile.name}: {profile.hold_warning()}", file=sys.stderr)
+
+
 def _install(args):
     profile = load_profile(args.profile)
+    _warn(profile)
     layout = PortLayout(tuple(args.fixed), tuple(args.mobile))
     with _connect(args) as switch:
         dataplane.install(switch, args.p4info, args.bmv2_json, layout, profile)
@@ -95,6 +97,7 @@ def _install(args):
 
 def _push(args):
     profile = load_profile(args.profile)
+    _warn(profile)
     with _connect(args) as switch:
         dataplane.push_profile(switch, profile)
     print(f"pushed profile {profile.name} to {args.switch}")

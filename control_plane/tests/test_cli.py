@@ -32,6 +32,10 @@ def test_check_says_when_a_busy_link_would_fill_the_hold(capsys, tmp_path):
                     "uplink: {rate: 1Mbit, delay: 160ms, queue: 10}\n")
     assert main(["check", str(path)]) == 0
     assert "it would hold 1458 frames of the MTU, more than the 960" in capsys.readouterr().out
+    # Nothing listens there: the warning comes before the switch's error.
+    assert main(["--switch", f"127.0.0.1:{free_tcp_port()}", "--timeout", "0.5",
+                 "push", str(path)]) == 1
+    assert "it would hold 1458 frames" in capsys.readouterr().err
     path.write_text("downlink: {rate: 10Mbit, delay: 160ms, queue: 100}\nuplink: {}\n")
     assert main(["check", str(path)]) == 0
     assert "would hold" not in capsys.readouterr().out

@@ -204,6 +204,16 @@ class Profile:
             total += math.ceil(d.rate_bps * d.delay_us / 1e6 / frame_bits) + d.queue_packets
         return total
 
+    def hold_warning(self):
+        """What a user of this profile should know about the hold's capacity,
+        or None."""
+        held = self.frames_held_busy()
+        if held is None or held <= p4.HOLD_CAPACITY:
+            return None
+        return (f"busy both ways with full router queues it would hold {held} frames of "
+                f"the MTU, more than the {p4.HOLD_CAPACITY} linkemu's hold loop carries: "
+                "arrivals beyond are dropped (drop_hold)")
+
 
 class ProfileError(ValueError):
     """A profile that cannot be used; lists every problem found."""
