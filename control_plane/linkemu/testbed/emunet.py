@@ -125,24 +125,33 @@ def watched(bmv2, interval_s=0.2):
 
 @contextmanager
 def emulated_link(profile, fixed=1, mobile=1, grpc_port=9559, segments=None,
-                  record_path=None, rates_path=None, events_path=None, drive=True):
+                  record_path=None, rates_path=None, events_path=None, drive=True,
+                  install=None):
     """Starts the network with `profile` installed, its link-state timeline
     walking (drawn from the profile's seed, or `segments` when given,
     recorded to `record_path`), its rate changing over time (recorded to
     `rates_path`) and, with `events_path`, every packet's fate logged there;
     stops all of it on exit, and on SwitchDied (see watched). The drivers are
     `net.drivers` (none when `drive` is false and the caller drives with
-    link_drivers())."""
+    link_drivers()). `install(controller, layout, profile)` puts another
+    program on the switch instead of linkemu (a benchmark's baseline; it
+    takes no drivers)."""
     if fixed < 1 or mobile < 1 or fixed + mobile > 254:
         raise ValueError("need at least one host on each side and at most 254 hosts")
     with only_network():
         leftovers.clean_before_building(prefix="*** ")
         yield from _emulated_link(profile, fixed, mobile, grpc_port, segments, record_path,
-                                  rates_path, events_path, drive)
+                                  rates_path, events_path, drive and install is None,
+                                  install or _install_linkemu)
+
+
+def _install_linkemu(controller, layout, profile):
+    dataplane.install(controller, BUILD / "linkemu.p4info.txtpb", BUILD / "linkemu.json",
+                      layout, profile)
 
 
 def _emulated_link(profile, fixed, mobile, grpc_port, segments, record_path, rates_path,
-                   events_path, drive):
+                   events_path, drive, install):
     net = Mininet(topo=LinkTopo(fixed=fixed, mobile=mobile), controller=None,
                   switch=lambda name, **kw: LinkemuSwitch(name, grpc_port=grpc_port,
                                                           mtu=profile.mtu, **kw),
@@ -159,8 +168,7 @@ def _emulated_link(profile, fixed, mobile, grpc_port, segments, record_path, rat
             # Commands a host runs inherit its shell's cores: keep them off the switch's.
             os.sched_setaffinity(host.pid, s1.bmv2.other_cores())
         with Switch(f"127.0.0.1:{grpc_port}") as controller:
-            dataplane.install(controller, BUILD / "linkemu.p4info.txtpb",
-                              BUILD / "linkemu.json", port_layout(net, fixed), profile)
+            install(controller, port_layout(net, fixed), profile)
         with watched(s1.bmv2):
             if not drive:
                 net.drivers = []
