@@ -148,7 +148,9 @@ class QueueMonitorTest(LinkemuTest):
         self.push({"downlink": {"rate": "64kbit", "queue": 50}})
         before = self.counters()
         self.send_spaced(FIXED_PORT, MOBILE, 11, 0, 500)  # 1 on the link, 10 waiting
-        time.sleep(0.05)
+        # Sampled as soon as all are in: the first leaves the queue 60.75 ms
+        # after it came, and a sender stalled that long once saw 9.
+        self.wait_entered(before, "downlink", 11, timeout=1)
         first = queue_monitor.sample(self.switch)["downlink", "best_effort"]
         self.assertEqual(first, (10, 10 * 486))
         time.sleep(5 * 0.06075)  # five more frames' serialization
