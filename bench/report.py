@@ -61,6 +61,11 @@ def beyond(missed):
     return "beyond" if missed else "within"
 
 
+def _refused(row):
+    """A hold run's frames linkemu refused, its hold loop full, as a suffix."""
+    return f" ({row['refused']} refused)" if row.get("refused") else ""
+
+
 def least_link_cell(base, cell):
     """The least link model's run of linkemu's delay cell `cell`, if any."""
     key = lambda c: (c["rate_bps"], c["delay_ms"], c["load"])  # noqa: E731
@@ -187,9 +192,7 @@ def capacity_targets(report):
                               ("the bare sleep lanes", lanes["hold_floor"], asleep)):
         row = max(floor, key=lambda r: r["held"])
         rows.append((f"{row['held']} frames held 1 s ({name}): all out, p99 <= 2 ms",
-                     f"{row['delivered']} out"
-                     + (f" ({row['refused']} refused)" if row.get("refused") else "")
-                     + f", p99 {row.get('p99_ms', 0):.3f} ms",
+                     f"{row['delivered']} out{_refused(row)}, p99 {row.get('p99_ms', 0):.3f} ms",
                      row["delivered"] == row["held"] and row.get("p99_ms", 1e9) <= 2.0, note))
     for name, cpu in (("linkemu", emu["held_cpu"]), ("the bare sleep lanes", lanes["held_cpu"])):
         most = max(cpu, key=lambda r: r["held"])
@@ -380,8 +383,8 @@ def markdown(report):
     for rows in zip(*floors):
         lines.append(f"| {rows[0]['held']} | " + " | ".join(
             f"{r.get('p50_ms', 0):.3f} | {r.get('p99_ms', 0):.3f} | {r.get('max_ms', 0):.3f} | "
-            f"{r['held'] - r['delivered'] - r.get('refused', 0)}"
-            + (f" ({r['refused']} refused)" if r.get("refused") else "") for r in rows) + " |")
+            f"{r['held'] - r['delivered'] - r.get('refused', 0)}{_refused(r)}" for r in rows)
+            + " |")
     lines += ["", "Most frames held at once with release error p99 <= {:g} ms: linkemu "
               "{}, the sleep lanes {}, the recirculation loop {}, in linkemu's shape {}.".format(
                   TARGETS["delay_p99_ms"], *(held_capacity(f) for f in floors))]

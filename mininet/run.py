@@ -50,8 +50,9 @@ def main(argv=None):
     except (ProfileError, TimelineError) as err:
         print(err, file=sys.stderr)
         return 1
-    if profile.hold_warning():
-        print(f"{profile.name}: {profile.hold_warning()}", file=sys.stderr)
+    warning = profile.hold_warning()
+    if warning:
+        print(f"{profile.name}: {warning}", file=sys.stderr)
     if args.script and not os.path.isfile(args.script):
         print(f"{args.script}: no such script", file=sys.stderr)
         return 1

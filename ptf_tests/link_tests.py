@@ -33,6 +33,11 @@ def serialization_s(frame_len, rate_bps):
     return (frame_len - ETH_HEADER) * 8 / rate_bps
 
 
+def received_seqs(received):
+    """The sequence numbers of LinkemuTest.receive's (time, bytes) frames."""
+    return [frame_seq(data) for _, data in received]
+
+
 def departure_pace(frames):
     """Seconds per frame: least-squares slope of departure time over index."""
     times = np.array([f.ts for f in frames])
@@ -166,8 +171,8 @@ class HoldCapacityTest(LinkemuTest):
             up = self.receive(FIXED_PORT, self.UP - refused, timeout=5)
             self.assert_quiet(1)
         self.assertIsNone(recorder.error)
-        self.assertEqual([frame_seq(d) for _, d in down], list(range(self.DOWN)))
-        self.assertEqual([frame_seq(d) for _, d in up], list(range(self.UP - refused)))
+        self.assertEqual(received_seqs(down), list(range(self.DOWN)))
+        self.assertEqual(received_seqs(up), list(range(self.UP - refused)))
         self.assertEqual(self.counter_delta(before, "drop_hold", "downlink"), 0)
         self.assertEqual(self.counter_delta(before, "drop_hold", "uplink"), refused)
         counts = outcomes(read_events(path))
@@ -177,7 +182,7 @@ class HoldCapacityTest(LinkemuTest):
 
         self.push({"uplink": {"delay": "10ms"}})
         self.send_spaced(MOBILE, FIXED_PORT, 20, 0.001, first_seq=self.UP)
-        self.assertEqual([frame_seq(d) for _, d in self.receive(FIXED_PORT, 20, timeout=2)],
+        self.assertEqual(received_seqs(self.receive(FIXED_PORT, 20, timeout=2)),
                          list(range(self.UP, self.UP + 20)))
 
 

@@ -69,8 +69,9 @@ def _check(args):
         print(f"{path}: {profile.name}: MTU {profile.mtu}")
         for name, direction in profile.directions().items():
             print(f"  {name:8} {direction.describe()}")
-        if profile.hold_warning():
-            print(f"  {profile.hold_warning()}")
+        warning = profile.hold_warning()
+        if warning:
+            print(f"  {warning}")
     return _check_each(args.profiles, load, show)
 
 
@@ -82,8 +83,9 @@ def _connect(args, primary=True):
 
 
 def _warn(profile):
-    if profile.hold_warning():
-        print(f"linkemu: {profile.name}: {profile.hold_warning()}", file=sys.stderr)
+    warning = profile.hold_warning()
+    if warning:
+        print(f"linkemu: {profile.name}: {warning}", file=sys.stderr)
 
 
 def _install(args):
