@@ -63,7 +63,9 @@ HELD = (10, 20, 50, 100, 200, 500, 1000, 2000)   # frames held at once by the ho
 HELD_QUICK = HELD[:5]
 ARRIVALS_HELD = HELD[:6]   # beyond, linkemu's loop loses frames, which later runs would meet
 CAPACITY_DELAYS_MS = (20, 160)
-BURST = 500   # frames of the held burst (held_burst), past BMv2's 64 a port
+BURST = 500   # frames held at once by link_order_cost, past BMv2's 64 a port
+# Release in any order: ARQ that never retransmits (no errors), in_order false.
+ANY_ORDER = {"delay": "10ms", "max_retransmissions": 1, "in_order": False}
 
 
 def link(rate="unlimited", delay="0ms", error=0, **extra):
@@ -392,28 +394,42 @@ class Bench:
                          **self.held_1s(f"{held} frames held 1 s", held, spacing=0.0001)})
         return rows[1:]
 
-    def held_burst(self, profile):
-        """BURST frames arriving within 5 ms, held 1 s (`profile`: 1 s delay)
-        and due almost at once, three times: released in link order faster
-        than BMv2's queue of 64 frames for the port could take them unpaced,
-        so a frame lost here is one BMv2 dropped."""
-        self.push(profile)
-        rows = []
-        for _ in range(3):
-            if rows:
-                self.wait_until_idle()
-            rows.append({"frames": BURST,
-                         **self.held_1s("a held burst", BURST, spacing=0.00001)})
-        return rows
-
     def held_1s(self, what, count, spacing):
         """`count` 200 B frames `spacing` s apart, held 1 s: how many left,
-        how many linkemu refused (its hold loop full), and their release error."""
+        how many linkemu refused (its hold loop full), their release error,
+        how many left after a later frame, and the spells (1 ms or more) in
+        which a due frame was inside and none left."""
         refused = self.refused()
         run = self.send(what, [(i * spacing, 200) for i in range(count)],
                         wait=1.5, hold_us=1_000_000)
+        stalls = run.stalls(1.0)
         return {"delivered": len(run.departures), "refused": self.refused() - refused,
-                **percentiles([x - 1.0 for x in run.latencies()])}
+                **percentiles([x - 1.0 for x in run.latencies()]),
+                "out_of_order": run.out_of_order(), "stalls": len(stalls),
+                "stalled_ms": sum(stalls) * 1e3}
+
+    def link_order_cost(self, releases=(("link order", link(delay="1s")),
+                                        ("any order", link(delay="1s", arq=ANY_ORDER)))):
+        """What releasing in link order costs with hundreds held: BURST
+        frames held 1 s, arriving 0.1 ms apart (falling due 10 a ms) and
+        within 5 ms (due all but at once, faster than BMv2's queue of 64
+        frames for a port could take them unpaced, so a frame lost here is
+        one BMv2 dropped), three times for each of `releases` [(name,
+        profile)]: on linkemu in link order (a link's default) and in any
+        order (ARQ's in_order false, no errors); on bench/hold.p4 (profile
+        None), which keeps no order."""
+        rows = []
+        for arrivals, spacing in (("0.1 ms apart", 0.0001), ("within 5 ms", 0.00001)):
+            for release, profile in releases:
+                for run in range(3):
+                    if run or profile is None:
+                        self.wait_until_idle()
+                    else:
+                        self.push(profile)
+                    rows.append({"arrivals": arrivals, "release": release, "frames": BURST,
+                                 **self.held_1s(f"{BURST} held 1 s, {arrivals}, {release}",
+                                                BURST, spacing)})
+        return rows
 
     def refused(self):
         """Frames linkemu refused on arrival so far, its hold loop full (drop_hold)."""
@@ -671,7 +687,7 @@ def run_linkemu(quick):
             results["state_change"] = bench.state_changes()
             results["zero_delay"] = bench.zero_delay_throughput(link())
             results["held_cpu"] = bench.held_cpu()
-            results["held_burst"] = bench.held_burst(link(delay="1s"))
+            results["link_order"] = bench.link_order_cost()
             results["event_log"] = bench.event_log_cost()
             # Last: beyond about 1000 held linkemu's loop loses frames.
             results["hold_floor"] = bench.hold_floor(link(delay="1s"))
@@ -729,6 +745,7 @@ def run_baseline(quick):
             results["plain_arrival"] = {"zero_delay": bench.zero_delay_throughput(link())}
             bench.load(HOLD_BASELINE)
             results["hold_floor"] = bench.hold_floor(None)
+            results["link_order"] = bench.link_order_cost((("any order", None),))
             bench.load(LANES_BASELINE)
             with switch.queues() as queues:
                 configure_lanes(queues)

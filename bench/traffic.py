@@ -9,6 +9,7 @@ scheduling. Every frame carries a sequence number that identifies it, then
 the time bench/hold.p4 holds it (linkemu ignores it).
 """
 
+import itertools
 import socket
 import struct
 import tempfile
@@ -60,6 +61,33 @@ class Run:
             inside += step
             peak = max(peak, inside)
         return peak
+
+    def out_of_order(self):
+        """Departures that left after a frame that came in later."""
+        entered = {frame_seq(f.data): i for i, f in enumerate(self.arrivals)}
+        latest, late = -1, 0
+        for f in sorted(self.departures, key=lambda f: f.ts):
+            place = entered.get(frame_seq(f.data), -1)
+            late += place < latest
+            latest = max(latest, place)
+        return late
+
+    def stalls(self, hold_s, least_s=0.001):
+        """Spells of `least_s` or more in which a frame was due (`hold_s`
+        after it came) and still inside while none left: what keeps a
+        release behind its due instants, as a list of seconds."""
+        entered = {frame_seq(f.data): f.ts for f in self.arrivals}
+        left = sorted((f.ts, entered[frame_seq(f.data)] + hold_s) for f in self.departures
+                      if frame_seq(f.data) in entered)
+        # the earliest due of the frames still inside before each departure
+        inside_due = list(itertools.accumulate(reversed([d for _, d in left]), min))[::-1]
+        spells, last = [], None
+        for (ts, _), due in zip(left, inside_due):
+            start = due if last is None else max(last, due)
+            if ts - start >= least_s:
+                spells.append(ts - start)
+            last = ts
+        return spells
 
 
 def send(interface, schedule, marks):
