@@ -20,7 +20,9 @@
 // port (= 1 mod 4: egress worker 1), not behind the held packets queued for
 // worker 0, so it is looked at again sooner than a round of the loop later
 // (500 frames held: 5-6 ms a round against the main loop's 8, measured; not
-// within a few passes, as the switch's threads share one core). Packets
+// within a few passes, as the switch's threads share one core; with hundreds
+// due together no sooner, as the backlog then waits in the recirculation
+// queue the lane shares: docs/benchmark.md). Packets
 // join the loop wherever its round stands when they arrive, so its order is
 // not link order; behind the main loop alone, packets due at once left one
 // or two a round, and the wait added up from packet to packet (a loaded 10
