@@ -18,7 +18,7 @@ from ptf import testutils
 from scapy.layers.inet import IP, UDP
 from scapy.layers.l2 import Ether
 
-from linkemu.drivers.fidelity import compare
+from linkemu.drivers.fidelity import compare, frame_class
 from linkemu.model.link_states import constant_errors
 from linkemu.model.profile import parse_profile
 from linkemu.program import constants as p4
@@ -234,10 +234,11 @@ class LinkemuTest(BaseTest):
         sent, received = ([f for f in c.frames() if is_udp_frame(f.data)] for c in captures)
         return sent, received
 
-    def assert_on_time(self, sent, received, direction, p90_late_s=P90_LATE_S):
+    def assert_on_time(self, sent, received, direction, p90_late_s=P90_LATE_S, early_s=None):
         """Every received frame left no earlier than the link model's due
-        instant for it, 90 % within p90_late_s and all within MAX_LATE_S; and
-        the model agrees with which frames were dropped."""
+        instant for it (or than early_s[its class] before it), 90 % within
+        p90_late_s and all within MAX_LATE_S; and the model agrees with which
+        frames were dropped."""
         fidelity = compare(sent, received, direction)
         self.assertEqual((fidelity.unexpected_drops, fidelity.unexpected_deliveries), (0, 0))
         late = sorted(fidelity.errors)
@@ -245,7 +246,13 @@ class LinkemuTest(BaseTest):
                   + ", ".join(f"p{q} {late[int(q / 100 * (len(late) - 1))] * 1e3:.3f}"
                               for q in (10, 50, 90, 99))
                   + f", max {late[-1] * 1e3:.3f}")
-        self.assertGreaterEqual(late[0], 0, f"a frame left before it was due; {spread}")
+        allowed = early_s or {}
+        classes = [frame_class(direction, frame.data) for frame in fidelity.matched]
+        early = [(error, cls, n) for n, (error, cls) in enumerate(zip(fidelity.errors, classes))
+                 if -error > allowed.get(cls, 0.0)]
+        self.assertEqual(early, [], "frames left before they were due (ms early, class, "
+                         "place among the departures): " + ", ".join(
+                             f"{-e * 1e3:.3f} {cls} {n}" for e, cls, n in early) + f"; {spread}")
         self.assertLessEqual(late[int(0.9 * (len(late) - 1))], p90_late_s, spread)
         print(spread)
         self.assertLessEqual(late[-1], MAX_LATE_S, spread)

@@ -47,6 +47,8 @@ def test_repeated_contents_are_left_out():
     departures = [Frame(2.0001, b"same", 60), Frame(3.0001, b"x", 60)]
     result = compare(arrivals, departures, link)
     assert result.ambiguous == 1 and result.delivered == 1 and result.unexpected_drops == 0
+    # Each error is paired with the departure it measures.
+    assert [f.data for f in result.matched] == [b"x"]
 
 
 def udp(dport, length=500, tag=0, dscp=0):

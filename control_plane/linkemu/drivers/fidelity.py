@@ -8,7 +8,7 @@ instant each frame was due; the difference is the emulator's error.
 
 import statistics
 from collections import defaultdict, deque
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from scapy.utils import RawPcapReader
 
@@ -182,6 +182,7 @@ class Fidelity:
     unexpected_drops: int  # the model delivers them, the switch did not
     unexpected_deliveries: int  # the model drops them, the switch did not
     ambiguous: int = 0  # distinct contents seen more than once, left out
+    matched: list = field(default_factory=list)  # the departures of `errors`, in order
 
     def percentile(self, p):
         ordered = sorted(self.errors)
@@ -215,7 +216,7 @@ def compare(arrivals, departures, direction):
     ambiguous = {key for key, queue in pending.items() if len(queue) > 1}
     for key in ambiguous:
         del pending[key]
-    errors = []
+    errors, matched = [], []
     unexpected_deliveries = 0
     for frame in departures:
         queue = pending.get((frame.data, frame.length))
@@ -226,10 +227,11 @@ def compare(arrivals, departures, direction):
             unexpected_deliveries += 1
         else:
             errors.append(frame.ts - due)
+            matched.append(frame)
     unexpected_drops = sum(1 for dues_left in pending.values() for d in dues_left
                            if d is not None)
     return Fidelity(errors=errors, delivered=len(errors) + unexpected_deliveries,
                     model_drops=sum(d is None for d in dues),
                     unexpected_drops=unexpected_drops,
                     unexpected_deliveries=unexpected_deliveries,
-                    ambiguous=len(ambiguous))
+                    ambiguous=len(ambiguous), matched=matched)
