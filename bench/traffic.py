@@ -65,17 +65,15 @@ class Run:
     def out_of_order(self):
         """Departures that left after a frame that came in later."""
         entered = {frame_seq(f.data): i for i, f in enumerate(self.arrivals)}
-        latest, late = -1, 0
-        for f in sorted(self.departures, key=lambda f: f.ts):
-            place = entered.get(frame_seq(f.data), -1)
-            late += place < latest
-            latest = max(latest, place)
-        return late
+        places = [entered[frame_seq(f.data)] for f in sorted(self.departures, key=lambda f: f.ts)
+                  if frame_seq(f.data) in entered]
+        return sum(place < latest for place, latest in
+                   zip(places[1:], itertools.accumulate(places, max)))
 
     def stalls(self, hold_s, least_s=0.001):
-        """Spells of `least_s` or more in which a frame was due (`hold_s`
-        after it came) and still inside while none left: what keeps a
-        release behind its due instants, as a list of seconds."""
+        """Spells of `least_s` or more in which a frame that left was due
+        (`hold_s` after it came) and still inside while none left: what
+        keeps a release behind its due instants, as a list of seconds."""
         entered = {frame_seq(f.data): f.ts for f in self.arrivals}
         left = sorted((f.ts, entered[frame_seq(f.data)] + hold_s) for f in self.departures
                       if frame_seq(f.data) in entered)
