@@ -247,9 +247,10 @@ class LinkemuTest(BaseTest):
                               for q in (10, 50, 90, 99))
                   + f", max {late[-1] * 1e3:.3f}")
         allowed = early_s or {}
-        classes = [frame_class(direction, frame.data) for frame in fidelity.matched]
-        early = [(error, cls, n) for n, (error, cls) in enumerate(zip(fidelity.errors, classes))
-                 if -error > allowed.get(cls, 0.0)]
+        early = [(error, frame_class(direction, frame.data), n)
+                 for n, (error, frame) in enumerate(zip(fidelity.errors, fidelity.matched))
+                 if error < 0]
+        early = [(error, cls, n) for error, cls, n in early if -error > allowed.get(cls, 0.0)]
         self.assertEqual(early, [], "frames left before they were due (ms early, class, "
                          "place among the departures): " + ", ".join(
                              f"{-e * 1e3:.3f} {cls} {n}" for e, cls, n in early) + f"; {spread}")
