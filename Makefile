@@ -85,8 +85,9 @@ test:
 unit:
 	$(PYTHON) -m pytest -ra control_plane/tests
 
-# Fidelity and capacity against plain BMv2 forwarding (needs root and BMv2);
-# writes results/bench-DATE/ (report.md, report.json, plots). QUICK=1: minutes.
+# Fidelity and capacity against plain BMv2 forwarding (needs root and BMv2;
+# its real TCP runs need Mininet); writes results/bench-DATE/ (report.md,
+# report.json, plots). QUICK=1: minutes.
 bench: build
 	$(PYTHON) bench/benchmark.py $(if $(QUICK),--quick) $(if $(OUT),--out $(OUT))
 

@@ -1,9 +1,10 @@
 """Fidelity and capacity of linkemu, side by side with plain BMv2 forwarding.
 
-Runs every measurement on switches of its own (veth pairs, no Mininet), with
-the same traffic through linkemu and through bench/forward.p4, and writes a
-results folder: report.json (every figure), report.md (tables, targets) and
-PNG plots. Method: docs/benchmark.md.
+Runs every measurement on switches of its own (veth pairs), with the same
+traffic through linkemu and through bench/forward.p4, then real TCP (iperf3)
+through both in Mininet where it is installed, and writes a results folder:
+report.json (every figure), report.md (tables, targets) and PNG plots.
+Method: docs/benchmark.md.
 
     sudo .venv/bin/python bench/benchmark.py [--quick] [--out DIR]
 """
@@ -35,34 +36,25 @@ from linkemu.model.profile import parse_profile
 from linkemu.program import constants as p4
 from linkemu.switch import dataplane
 from linkemu.switch.dataplane import Port, PortLayout
-from linkemu.switch.p4runtime import Switch, TableEntry, Ternary
+from linkemu.switch.p4runtime import Switch
 from linkemu.testbed import leftovers
 from linkemu.testbed.veth_switch import veth_switch, veth_testbed
 
+from programs import (BASELINE, HOLD_BASELINE, LANES_BASELINE, LINKEMU, MINIMAL_BASELINE,
+                      PLAIN_BASELINE, PROGRAMS, ROOT, SHAPE_BASELINE, minimal_link_entries,
+                      plain_arrival_entries)
 from report import BUSY, TARGET_RATE_BPS, rate_label, write_report
 from traffic import flood, frame_seq, paced
 
-ROOT = Path(__file__).resolve().parent.parent
-BUILD = ROOT / "build"
-LINKEMU = (BUILD / "linkemu.p4info.txtpb", BUILD / "linkemu.json")
-BASELINE = (BUILD / "forward.p4info.txtpb", BUILD / "forward.json")
-HOLD_BASELINE = (BUILD / "hold.p4info.txtpb", BUILD / "hold.json")
-SHAPE_BASELINE = (BUILD / "shape.p4info.txtpb", BUILD / "shape.json")
-LANES_BASELINE = (BUILD / "lanes.p4info.txtpb", BUILD / "lanes.json")
 LANE_DEPTH = 16384   # frames a lane's queue takes: BMv2 drops a clone to a full one unseen
-MINIMAL_BASELINE = (BUILD / "minimal_link.p4info.txtpb", BUILD / "minimal_link.json")
-PLAIN_BASELINE = (BUILD / "plain_arrival.p4info.txtpb", BUILD / "plain_arrival.json")
-PROGRAMS = {"linkemu": LINKEMU, "forward": BASELINE, "hold": HOLD_BASELINE,
-            "shape": SHAPE_BASELINE, "lanes": LANES_BASELINE, "minimal_link": MINIMAL_BASELINE,
-            "plain_arrival": PLAIN_BASELINE}
-MINIMAL_LINK = "MinimalIngress.link"
-PLAIN = "PlainIngress."
 LAYOUT = PortLayout(fixed=(Port(1),), mobile=(Port(2),))
 SIZE = 500
 HELD = (10, 20, 50, 100, 200, 500, 1000, 2000)   # frames held at once by the hold runs
 HELD_QUICK = HELD[:5]
 ARRIVALS_HELD = HELD[:6]   # beyond, linkemu's loop loses frames, which later runs would meet
 CAPACITY_DELAYS_MS = (20, 160)
+# The TCP targets' links: 100 Mbit/s with 20 and 160 ms round trips.
+TCP_PROFILES = (ROOT / "profiles" / "100mbit-10ms.yaml", ROOT / "profiles" / "100mbit-80ms.yaml")
 BURST = 500   # frames held at once by link_order_cost, past BMv2's 64 a port
 # Release in any order: ARQ that never retransmits (no errors), in_order false.
 ANY_ORDER = {"delay": "10ms", "max_retransmissions": 1, "in_order": False}
@@ -74,33 +66,6 @@ def link(rate="unlimited", delay="0ms", error=0, **extra):
     if error:
         data["link_states"] = constant_errors({"downlink": error, "uplink": 0})
     return parse_profile(data, source="benchmark profile")
-
-
-def minimal_link_entries(direction):
-    """bench/minimal_link.p4's link, both ways, from a profile's direction: its
-    rate, delay and queue limit, no errors."""
-    params = {"byte_cost_q": dataplane.byte_cost_q(direction.rate_bps),
-              "delay_us": direction.delay_us, "queue_limit": direction.queue_packets,
-              "state_change_us": 0, "error_now": 0, "error_next": 0}
-    return [TableEntry(MINIMAL_LINK, {"hdr.link.dir": way}, "MinimalIngress.arrive", params)
-            for way in (0, 1)]
-
-
-def plain_arrival_entries(direction):
-    """bench/plain_arrival.p4's port map (port 1 <-> port 2, as LAYOUT) and its
-    link, both ways, from a profile's direction: its rate, per-frame overhead,
-    delay and router queue limits."""
-    link = {"byte_cost_q": dataplane.byte_cost_q(direction.rate_bps),
-            "overhead_bytes": direction.overhead_bytes, "delay_us": direction.delay_us,
-            "queue_limit": direction.queue_packets,
-            "queue_bytes_limit": direction.queue_bytes or 0}
-    return [entry for way, (port, far) in enumerate(((1, 2), (2, 1))) for entry in (
-        TableEntry(f"{PLAIN}port_map", {"std.ingress_port": port}, f"{PLAIN}set_direction",
-                   {"dir": way}),
-        TableEntry(f"{PLAIN}forward",
-                   {"hdr.link.dir": way, "hdr.ethernet.dst_addr": Ternary(0, 0)},
-                   f"{PLAIN}to_port", {"port": far}, priority=1),
-        TableEntry(f"{PLAIN}link", {"hdr.link.dir": way}, f"{PLAIN}arrive", link))]
 
 
 def percentiles(values_s):
@@ -745,6 +710,7 @@ def run_baseline(quick):
             results["plain_arrival"] = {"zero_delay": bench.zero_delay_throughput(link())}
             bench.load(HOLD_BASELINE)
             results["hold_floor"] = bench.hold_floor(None)
+            results["held_cpu"] = bench.held_cpu(hold_us=2_000_000)
             results["link_order"] = bench.link_order_cost((("any order", None),))
             bench.load(LANES_BASELINE)
             with switch.queues() as queues:
@@ -754,6 +720,22 @@ def run_baseline(quick):
         finally:
             bench.close()
     return results
+
+
+def run_tcp(quick):
+    """iperf3 in Mininet through the TCP targets' profiles, on plain
+    forwarding, the least link model and linkemu, each on a switch of its own
+    (bench/tcp_fidelity.py)."""
+    try:   # Mininet is optional: the veth measurements above need none
+        from tcp_fidelity import measure
+    except ImportError as error:
+        return {"skipped": f"Mininet is not installed ({error})"}
+    rows = []
+    for profile in TCP_PROFILES[:1] if quick else TCP_PROFILES:
+        for program in ("forward", "minimal_link", "linkemu"):
+            with tempfile.TemporaryDirectory() as workdir:
+                rows.append(measure(profile, 5 if quick else 15, workdir, program))
+    return {"runs": rows}
 
 
 def main(argv=None):
@@ -776,6 +758,7 @@ def main(argv=None):
               file=sys.stderr)
     report["baseline"] = run_baseline(args.quick)
     report["linkemu"] = run_linkemu(args.quick)
+    report["tcp"] = run_tcp(args.quick)
     write_report(report, out)
     print(f"report in {out}")
     return 0

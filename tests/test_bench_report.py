@@ -10,9 +10,11 @@ import pytest
 
 sys.path.append(str(Path(__file__).resolve().parent.parent / "bench"))
 import benchmark  # noqa: E402
+import programs  # noqa: E402
 import report  # noqa: E402
 import traffic  # noqa: E402
 from linkemu.drivers.fidelity import Frame  # noqa: E402
+from linkemu.model.profile import parse_profile  # noqa: E402
 from linkemu.switch.p4runtime import P4Info  # noqa: E402
 
 
@@ -63,6 +65,7 @@ def results(logging=False, p99=0.4, held=30, change_p99=1.5, change_early=0.0,
                      "busy_forwarding": [{"rate_bps": 100e6, "sent": 600, "delivered": 598,
                                           "cpu_us_per_frame": 80.0, "n": 598, "p50_ms": 0.1,
                                           "p99_ms": 2.5, "max_ms": 6.0}],
+                     "held_cpu": [{**r, "cores": 1.0 if r["held"] else 0.0} for r in cpu],
                      "lanes": {"hold_floor": [{**r, "p99_ms": r["p99_ms"] / 5} for r in floor],
                                "held_cpu": cpu},
                      "shape": {"saturated": {"offered_pps": 40000, "delivered_pps": 6000},
@@ -121,7 +124,27 @@ def results(logging=False, p99=0.4, held=30, change_p99=1.5, change_early=0.0,
                      "abs_difference_max_ms": 1.2, "to_wire_p50_ms": 0.25,
                      "to_wire_p99_ms": 1.05, "to_wire_max_ms": 1.15, "due_later_p50_ms": 0.05,
                      "due_later_p99_ms": 0.06, "consistent": True,
-                     "over_threshold": {"log": 0, "captures": 0, "both": 0}}}]}}
+                     "over_threshold": {"log": 0, "captures": 0, "both": 0}}}]},
+        "tcp": {"runs": [
+            tcp_run("100mbit-10ms", "forward", 650e6),
+            tcp_run("100mbit-10ms", "minimal_link", 70e6),
+            tcp_run("100mbit-10ms", "linkemu", 45.5e6, refused=0),
+            tcp_run("100mbit-80ms", "forward", 640e6),
+            tcp_run("100mbit-80ms", "minimal_link", None),
+            tcp_run("100mbit-80ms", "linkemu", 81e6, refused=3)]}}
+
+
+def tcp_run(profile, program, goodput, refused=None):
+    """A run of bench/tcp_fidelity.py's measure; goodput None: iperf3 never finished."""
+    run = {"profile": profile, "rate_bps": 100e6, "program": program, "tcp_seconds": 15,
+           "congestion": "cubic", "buffer_bytes": 8_200_000, "goodput_bps": goodput,
+           "switch_cpu_cores": 0.9, "refused": refused}
+    if goodput:
+        run.update(retransmits=12, rtt_mean_ms=25.0, rtt_max_ms=60.0)
+    if program != "forward":
+        run.update(downlink={"delivered": 100, "p99_ms": 52.0},
+                   uplink={"delivered": 50, "p99_ms": 40.0})
+    return run
 
 
 def test_targets_are_judged_only_up_to_20_mbits():
@@ -225,6 +248,66 @@ def test_capacity_targets_say_how_far_each_is_met():
                 "(the bare sleep lanes)"][1] is True
 
 
+def test_cpu_targets_set_linkemu_beside_the_bare_loop_and_the_sleep_lanes():
+    rows = {t: (m, met) for t, m, met, _ in report.capacity_targets(results())}
+    assert rows["switch CPU with 1000 held far from due <= 0.3 core, idle ~0 "
+                "(the bare recirculation loop)"] == ("1.00 core held, 0.000 idle", False)
+
+
+def test_tcp_targets_set_linkemu_beside_plain_forwarding_and_the_least_link_model():
+    rows = {t: (m, met, n) for t, m, met, n in report.capacity_targets(results())}
+    assert rows["iperf3 in Mininet through 100mbit-10ms: >= 90% of the rate"] == (
+        "46% (45.5 Mbit/s), 12 retransmitted", False,
+        "plain forwarding: 650.0 Mbit/s (no link); least link model: 70% (70.0 Mbit/s); "
+        "cubic, buffers of at least 8.2 MB")
+    assert rows["iperf3 in Mininet through 100mbit-80ms: >= 80% of the rate"] == (
+        "81% (81.0 Mbit/s), 12 retransmitted", True,
+        "plain forwarding: 640.0 Mbit/s (no link); least link model: 0% (iperf3 never "
+        "finished); cubic, buffers of at least 8.2 MB")
+
+
+def test_tcp_not_measured_is_a_missed_target_with_its_reason():
+    data = results()
+    data["tcp"] = {"skipped": "Mininet is not installed (No module named 'mininet')"}
+    rows = [r for r in report.capacity_targets(data) if r[0].startswith("iperf3")]
+    assert rows == [(f"iperf3 in Mininet through {p}: >= {s} of the rate", "not measured", False,
+                     "Mininet is not installed (No module named 'mininet')")
+                    for p, s in (("100mbit-10ms", "90%"), ("100mbit-80ms", "80%"))]
+    assert "Not measured: Mininet is not installed" in report.markdown(data)
+
+
+def test_the_tcp_table_has_every_run_and_marks_one_that_never_finished():
+    text = report.markdown(results())
+    assert ("| 100mbit-10ms | linkemu | 45.5 Mbit/s | 46% | 12 | 25.0 | 60.0 | 0.90 | "
+            "52.0 / 40.0 | 0 |") in text
+    assert ("| 100mbit-10ms | plain forwarding | 650.0 Mbit/s | no link | 12 | 25.0 | 60.0 | "
+            "0.90 |  |  |") in text
+    assert ("| 100mbit-80ms | least link model | iperf3 never finished | 0% |  | 0.0 | 0.0 | "
+            "0.90 | 52.0 / 40.0 |  |") in text
+
+
+def test_tcp_buffers_hold_the_round_trip_and_the_router_queue_twice_over():
+    tcp_fidelity = pytest.importorskip("tcp_fidelity", reason="Mininet is not installed")
+    profile = parse_profile(
+        {"mtu": 1500, "downlink": {"rate": "100Mbit", "delay": "80ms", "queue": 1400},
+         "uplink": {"rate": "100Mbit", "delay": "80ms"}}, source="test")
+    # 100 Mbit/s x 160 ms = 2 MB in flight, 1400 frames of 1500 B queued.
+    assert tcp_fidelity.path_buffer_bytes(profile) == 2 * (2_000_000 + 2_100_000)
+    unlimited = parse_profile({"downlink": {}, "uplink": {}}, source="test")
+    assert tcp_fidelity.path_buffer_bytes(unlimited) is None
+
+
+def test_iperf_figures_read_goodput_retransmissions_and_round_trip():
+    tcp_fidelity = pytest.importorskip("tcp_fidelity", reason="Mininet is not installed")
+    output = json.dumps({"end": {
+        "sum_received": {"bits_per_second": 9.1e7}, "sum_sent": {"retransmits": 7},
+        "streams": [{"sender": {"mean_rtt": 25_300, "max_rtt": 61_000}}]}})
+    assert tcp_fidelity.iperf_figures(output) == {
+        "goodput_bps": 9.1e7, "retransmits": 7, "rtt_mean_ms": 25.3, "rtt_max_ms": 61.0}
+    # A frozen link: iperf3 cut short by its timeout prints nothing.
+    assert tcp_fidelity.iperf_figures("") == {"goodput_bps": None}
+
+
 def test_a_lost_frame_ends_the_capacity_curve_however_punctual():
     data = results()
     data["linkemu"]["capacity_curve"][2]["delivered"] = 9   # 10 Mbit/s, 160 ms
@@ -261,7 +344,7 @@ def test_report_folder_is_complete_and_warns_about_logging_builds(tmp_path):
     assert "| 200 | 2.000 | 8.000 | 4.000 | 1 | 2.000 | 0.800 |" in text   # linkemu lost one
     assert ("Most frames held at once with release error p99 <= 0.5 ms: linkemu 10, the sleep "
             "lanes 100, the recirculation loop 20, in linkemu's shape 0." in text)
-    assert "| 1000 | 0.600 | 0.200 |" in text   # cores with 1000 held
+    assert "| 1000 | 0.600 | 1.000 | 0.200 |" in text   # cores: linkemu, loop, lanes
     assert "| 10 Mbit/s | 20 ms | loaded | 10 | 30 | 0.200 | 0.400 |" in text
     assert "| plain forwarding | 40000 | 30000 |" in text   # saturated
     assert "| linkemu's shape (bench/shape.p4) | 40000 | 6000 |" in text
@@ -375,7 +458,7 @@ def test_the_benchmark_gives_its_cores_back_after_each_switch():
 
 
 def test_the_least_link_model_gets_the_profiles_link_both_ways():
-    entries = benchmark.minimal_link_entries(benchmark.link("10000kbit", "20ms").downlink)
+    entries = programs.minimal_link_entries(benchmark.link("10000kbit", "20ms").downlink)
     assert [e.match for e in entries] == [{"hdr.link.dir": 0}, {"hdr.link.dir": 1}]
     assert all(e.table == "MinimalIngress.link" and e.action == "MinimalIngress.arrive"
                for e in entries)
@@ -386,10 +469,10 @@ def test_the_least_link_model_gets_the_profiles_link_both_ways():
 
 def test_linkemus_plain_arrival_gets_the_port_map_and_the_profiles_link_both_ways():
     profile = benchmark.link("10000kbit", "20ms", overhead=20, queue_bytes="30000B")
-    entries = benchmark.plain_arrival_entries(profile.downlink)
+    entries = programs.plain_arrival_entries(profile.downlink)
     tables = {}
     for e in entries:
-        tables.setdefault(e.table.removeprefix(benchmark.PLAIN), []).append(e)
+        tables.setdefault(e.table.removeprefix(programs.PLAIN), []).append(e)
     assert [(e.match, e.params) for e in tables["port_map"]] == [
         ({"std.ingress_port": 1}, {"dir": 0}), ({"std.ingress_port": 2}, {"dir": 1})]
     assert [(e.match["hdr.link.dir"], e.params) for e in tables["forward"]] == [
@@ -400,8 +483,8 @@ def test_linkemus_plain_arrival_gets_the_port_map_and_the_profiles_link_both_way
 
 
 @pytest.mark.parametrize("program, entries", [
-    (benchmark.MINIMAL_BASELINE, benchmark.minimal_link_entries),
-    (benchmark.PLAIN_BASELINE, benchmark.plain_arrival_entries)])
+    (programs.MINIMAL_BASELINE, programs.minimal_link_entries),
+    (programs.PLAIN_BASELINE, programs.plain_arrival_entries)])
 def test_a_baselines_link_entries_name_the_compiled_program(program, entries):
     if not program[0].exists():
         pytest.skip(f"{program[0].name} is missing (needs p4c)")
