@@ -48,8 +48,8 @@ def install_forwarding(controller, layout, profile):
     controller.set_pipeline(*BASELINE)
 
 
-# Each program and how it goes on the switch (None: linkemu, as a user runs it)
-# (named as programs.PROGRAMS names them).
+# How each program (by its name in programs.PROGRAMS) goes on the switch;
+# None: linkemu, installed as a user runs it.
 INSTALL = {"linkemu": None, "minimal_link": install_least_link, "forward": install_forwarding}
 
 
@@ -118,16 +118,15 @@ def measure(profile_path, seconds, workdir, program="linkemu", congestion=CONGES
             time.sleep(2 + 2 * max(profile.downlink.delay_us, profile.uplink.delay_us) / 1e6)
         for capture in captures.values():
             capture.stop()
-        refused = None
+        counters = None
         if program == "linkemu":
             with Switch(s1.bmv2.grpc_address) as controller:
-                refused = sum(c[0] for c in
-                              dataplane.read_counters(controller)["drop_hold"].values())
+                counters = dataplane.read_counters(controller)
     results = {"profile": profile.name, "rate_bps": profile.downlink.rate_bps,
                "program": program, "tcp_seconds": seconds,
                "congestion": congestion, "buffer_bytes": buffer_bytes,
                **iperf_figures(output), "switch_cpu_cores": round(cpu, 3),
-               "refused": refused}
+               "counters": counters}
     if linked:
         for name, src, dst, direction in (("downlink", fixed, mobile, profile.downlink),
                                           ("uplink", mobile, fixed, profile.uplink)):

@@ -136,14 +136,19 @@ def results(logging=False, p99=0.4, held=30, change_p99=1.5, change_early=0.0,
 
 def tcp_run(profile, program, goodput, refused=None):
     """A run of bench/tcp_fidelity.py's measure; goodput None: iperf3 never finished."""
+    counters = None if refused is None else {
+        "drop_queue": {"downlink": (4, 6000), "uplink": (0, 0)},
+        "drop_hold": {"downlink": (refused, 1500 * refused), "uplink": (0, 0)}}
     run = {"profile": profile, "rate_bps": 100e6, "program": program, "tcp_seconds": 15,
            "congestion": "cubic", "buffer_bytes": 8_200_000, "goodput_bps": goodput,
-           "switch_cpu_cores": 0.9, "refused": refused}
+           "switch_cpu_cores": 0.9, "counters": counters}
     if goodput:
         run.update(retransmits=12, rtt_mean_ms=25.0, rtt_max_ms=60.0)
     if program != "forward":
-        run.update(downlink={"delivered": 100, "p99_ms": 52.0},
-                   uplink={"delivered": 50, "p99_ms": 40.0})
+        run.update(downlink={"delivered": 100, "p99_ms": 52.0, "unexpected_drops": 5,
+                             "unexpected_deliveries": 2},
+                   uplink={"delivered": 50, "p99_ms": 40.0, "unexpected_drops": 1,
+                           "unexpected_deliveries": 0})
     return run
 
 
@@ -279,11 +284,11 @@ def test_tcp_not_measured_is_a_missed_target_with_its_reason():
 def test_the_tcp_table_has_every_run_and_marks_one_that_never_finished():
     text = report.markdown(results())
     assert ("| 100mbit-10ms | linkemu | 45.5 Mbit/s | 46% | 12 | 25.0 | 60.0 | 0.90 | "
-            "52.0 / 40.0 | 0 |") in text
+            "52.0 / 40.0 | 6 / 2 | 4 / 0 |") in text
     assert ("| 100mbit-10ms | plain forwarding | 650.0 Mbit/s | no link | 12 | 25.0 | 60.0 | "
-            "0.90 |  |  |") in text
+            "0.90 |  |  |  |") in text
     assert ("| 100mbit-80ms | least link model | iperf3 never finished | 0% |  | 0.0 | 0.0 | "
-            "0.90 | 52.0 / 40.0 |  |") in text
+            "0.90 | 52.0 / 40.0 | 6 / 2 |  |") in text
 
 
 def test_tcp_buffers_hold_the_round_trip_and_the_router_queue_twice_over():
