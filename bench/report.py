@@ -275,12 +275,15 @@ def _swapped(run):
 
 
 def _drops(run):
-    """linkemu's drops in a TCP run, both directions: its router queues full
-    (drop_queue) and its hold loop full (drop_hold)."""
+    """Frames linkemu lost in a TCP run, both directions: its router queues
+    full (drop_queue), its hold loop full (drop_hold), and those that reached
+    the switch's port but never the program (BMv2's input queue full)."""
     if not run.get("counters"):
         return ""
-    return " / ".join(str(sum(run["counters"][name][d][0] for d in ("downlink", "uplink")))
-                      for name in ("drop_queue", "drop_hold"))
+    both = ("downlink", "uplink")
+    return " / ".join([str(sum(run["counters"][name][d][0] for d in both))
+                       for name in ("drop_queue", "drop_hold")]
+                      + [str(sum(run[d]["not_taken_in"] for d in both))])
 
 
 def _share(run):
@@ -301,12 +304,13 @@ def tcp_lines(tcp):
               "named congestion control and the hosts' TCP buffers allowed at least twice the "
               "round trip's bandwidth-delay product and router queue. Release error: each "
               "captured departure against the link model's due instant, downlink and "
-              "uplink; a frame the switch dropped with none of linkemu's drop counters "
-              "counting it was lost in BMv2's own queues.", "",
+              "uplink. Never taken in: frames captured arriving at the switch's port that "
+              "linkemu's link_in never counted (BMv2's input queue was full, and the "
+              "kernel dropped them at the switch's socket).", "",
               "| profile | program | goodput Mbit/s | share of rate | retransmitted | "
               "round trip mean ms | max | switch cores | release error p99 ms, down / up | "
               "fates unlike the model's: dropped / delivered | "
-              "linkemu dropped: queue full / hold full |",
+              "linkemu lost: queue full / hold full / never taken in |",
               "|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in tcp["runs"]:
         error = " / ".join(f"{r[d]['p99_ms']:.1f}" if "p99_ms" in r.get(d, {}) else "-"

@@ -98,6 +98,9 @@ def measure(profile_path, seconds, workdir, program="linkemu", congestion=CONGES
         ports = s1.ports_by_number()
         fixed, mobile = ports[1], ports[2]
         h1.cmd("ping -c 2 -i 0.2", h2.IP())  # ARP out of the way
+        if program == "linkemu":
+            with Switch(s1.bmv2.grpc_address) as controller:
+                before = dataplane.read_counters(controller)["link_in"]
         captures = {(i, d): Capture(i, d, Path(workdir) / f"{i}-{d}.pcap")
                     for i in (fixed, mobile) for d in ("in", "out")} if linked else {}
         for capture in captures.values():
@@ -118,10 +121,11 @@ def measure(profile_path, seconds, workdir, program="linkemu", congestion=CONGES
             time.sleep(2 + 2 * max(profile.downlink.delay_us, profile.uplink.delay_us) / 1e6)
         for capture in captures.values():
             capture.stop()
-        counters = None
+        counters = taken_in = None
         if program == "linkemu":
             with Switch(s1.bmv2.grpc_address) as controller:
                 counters = dataplane.read_counters(controller)
+            taken_in = {d: counters["link_in"][d][0] - before[d][0] for d in before}
     results = {"profile": profile.name, "rate_bps": profile.downlink.rate_bps,
                "program": program, "tcp_seconds": seconds,
                "congestion": congestion, "buffer_bytes": buffer_bytes,
@@ -130,9 +134,13 @@ def measure(profile_path, seconds, workdir, program="linkemu", congestion=CONGES
     if linked:
         for name, src, dst, direction in (("downlink", fixed, mobile, profile.downlink),
                                           ("uplink", mobile, fixed, profile.uplink)):
-            fidelity = compare(captures[src, "in"].frames(), captures[dst, "out"].frames(),
-                               direction)
-            results[name] = fidelity.summary()
+            arrivals = captures[src, "in"].frames()
+            results[name] = compare(arrivals, captures[dst, "out"].frames(),
+                                    direction).summary()
+            if taken_in:
+                # Reached the port, never the program: BMv2's input queue was
+                # full and the kernel dropped them at the switch's socket.
+                results[name]["not_taken_in"] = len(arrivals) - taken_in[name]
     return results
 
 
