@@ -1,10 +1,10 @@
 """Fidelity and capacity of linkemu, side by side with plain BMv2 forwarding.
 
 Runs every measurement on switches of its own (veth pairs), with the same
-traffic through linkemu and through bench/forward.p4, then real TCP (iperf3)
-through both in Mininet where it is installed, and writes a results folder:
-report.json (every figure), report.md (tables, targets) and PNG plots.
-Method: docs/benchmark.md.
+traffic through linkemu and through bench/forward.p4, then, where Mininet is
+installed, real TCP (iperf3) through linkemu, plain forwarding and the least
+link model, and writes a results folder: report.json (every figure),
+report.md (tables, targets) and PNG plots. Method: docs/benchmark.md.
 
     sudo .venv/bin/python bench/benchmark.py [--quick] [--out DIR]
 """
