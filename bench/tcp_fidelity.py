@@ -22,6 +22,7 @@ import time
 from pathlib import Path
 
 from linkemu.drivers.fidelity import compare
+from linkemu.experiments.tcp_config import AVAILABLE_CC
 from linkemu.model.profile import load_profile
 from linkemu.switch import dataplane
 from linkemu.switch.p4runtime import Switch
@@ -35,7 +36,6 @@ from programs import BASELINE, MINIMAL_BASELINE, minimal_link_entries
 # Linux's default elsewhere; this machine's kernel defaults to BBR, which
 # new namespaces inherit.
 CONGESTION = "cubic"
-AVAILABLE_CONGESTION = Path("/proc/sys/net/ipv4/tcp_available_congestion_control")
 
 
 def install_least_link(controller, layout, profile):
@@ -150,7 +150,7 @@ def main(argv=None):
     parser.add_argument("--seconds", type=int, default=20)
     parser.add_argument("--program", choices=INSTALL, default="linkemu")
     parser.add_argument("--congestion", default=CONGESTION,
-                        choices=AVAILABLE_CONGESTION.read_text().split(),
+                        choices=Path(AVAILABLE_CC).read_text().split(),
                         help=f"TCP congestion control (default {CONGESTION})")
     args = parser.parse_args(argv)
     leftovers.exit_on_termination()
