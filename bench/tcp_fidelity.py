@@ -38,13 +38,13 @@ from programs import BASELINE, MINIMAL_BASELINE, minimal_link_entries
 CONGESTION = "cubic"
 
 
-def install_least_link(controller, queues, layout, profile):
+def install_least_link(controller, layout, profile):
     controller.set_pipeline(*MINIMAL_BASELINE)
     entries = minimal_link_entries(profile.downlink)
     controller.sync_table(entries[0].table, entries)
 
 
-def install_forwarding(controller, queues, layout, profile):
+def install_forwarding(controller, layout, profile):
     controller.set_pipeline(*BASELINE)
 
 

@@ -14,7 +14,6 @@ from linkemu.drivers import switch_clock
 from linkemu.drivers.fidelity import loss_bursts
 from linkemu.drivers.state_driver import StateDriver
 from linkemu.model.link_states import Segment, walk
-from linkemu.program.constants import LOOP_CAPACITY
 from linkemu.switch import dataplane
 from linkemu.switch.p4runtime import Switch
 from linkemu.testbed.bmv2 import free_tcp_port
@@ -152,29 +151,6 @@ class ReleaseBurstTest(LinkemuTest):
         self.assertEqual(seqs(received), list(range(self.BEHIND + 1)))
         self.assertEqual(self.counter_delta(before, "link_out", "downlink"), self.BEHIND + 1)
         print(f"paced releases: {self.counter_delta(before, 'release_paced', 'downlink')}")
-
-
-class LoopCapacityTest(LinkemuTest):
-    """Frames due but waiting for their turn go round the hold loop, whose
-    recirculation queue BMv2 keeps at 1024 and past that drops without a
-    trace: behind a frame retransmitted 3 s later (asleep in a lane
-    meanwhile), frames with no delay find room for LOOP_CAPACITY; the rest
-    are refused on arrival and counted as drop_hold. The retransmitted
-    frame gets back into the full loop, being next to release, and every
-    frame admitted leaves, in order."""
-
-    BEHIND = LOOP_CAPACITY + 200
-
-    def runTest(self):
-        self.push({"downlink": {"arq": {"delay": "3s", "max_retransmissions": 1}}},
-                  errors=1.0)
-        before = self.counters()
-        _, received = self.timed(FIXED_PORT, MOBILE,
-                                 lambda: send_behind_retransmitted(self, self.BEHIND), wait=4)
-        self.assertEqual(self.counter_delta(before, "drop_hold", "downlink"),
-                         self.BEHIND - LOOP_CAPACITY)
-        self.assertEqual(seqs(received), list(range(LOOP_CAPACITY + 1)))
-        self.assertEqual(self.counter_delta(before, "release_skips", "downlink"), 0)
 
 
 class LinkBufferBlockTest(LinkemuTest):

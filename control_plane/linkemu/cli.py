@@ -16,7 +16,6 @@ from .model.profile import ProfileError, load_profile
 from .switch import dataplane
 from .switch.dataplane import Port, PortLayout
 from .switch.p4runtime import P4Info, P4RuntimeError, Switch
-from .switch.thrift_runtime import SwitchQueues, ThriftError
 from .testbed import leftovers
 from .testbed.bmv2 import GET_TOOLS, SWITCH_TOOLS, missing_tools
 
@@ -93,8 +92,8 @@ def _install(args):
     profile = load_profile(args.profile)
     _warn(profile)
     layout = PortLayout(tuple(args.fixed), tuple(args.mobile))
-    with _connect(args) as switch, SwitchQueues(args.thrift_port) as queues:
-        dataplane.install(switch, queues, args.p4info, args.bmv2_json, layout, profile)
+    with _connect(args) as switch:
+        dataplane.install(switch, args.p4info, args.bmv2_json, layout, profile)
     print(f"installed {args.bmv2_json} with profile {profile.name} on {args.switch}")
 
 
@@ -308,9 +307,6 @@ def build_parser():
                          metavar="PORT[@MAC]", help="a port on the mobile (client) side")
     install.add_argument("--p4info", default=P4INFO)
     install.add_argument("--bmv2-json", default="build/linkemu.json")
-    install.add_argument("--thrift-port", type=int, default=9090,
-                         help="the switch's Thrift port, on 127.0.0.1, where the hold's "
-                              "sleep lanes are set (default %(default)s)")
     install.set_defaults(run=_install)
 
     push = commands.add_parser("push", help="change the link of a running switch live")
@@ -389,8 +385,7 @@ def main(argv=None):
     leftovers.exit_on_termination()
     try:
         return args.run(args) or 0
-    except (ProfileError, TimelineError, P4RuntimeError, ThriftError, ValueError,
-            OSError) as err:
+    except (ProfileError, TimelineError, P4RuntimeError, ValueError, OSError) as err:
         print(f"linkemu: {err}", file=sys.stderr)
         return 1
 

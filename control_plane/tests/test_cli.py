@@ -26,16 +26,16 @@ def test_check_prints_both_directions(capsys, tmp_path):
 
 
 def test_check_says_when_a_busy_link_would_fill_the_hold(capsys, tmp_path):
-    # 100 Mbit/s x 500 ms: 4167 frames of 1500 B in flight, plus the queues.
+    # 100 Mbit/s x 160 ms: 1334 frames of 1500 B in flight, plus the queues.
     path = tmp_path / "p.yaml"
-    path.write_text("downlink: {rate: 100Mbit, delay: 500ms, queue: 100}\n"
+    path.write_text("downlink: {rate: 100Mbit, delay: 160ms, queue: 100}\n"
                     "uplink: {rate: 1Mbit, delay: 160ms, queue: 10}\n")
     assert main(["check", str(path)]) == 0
-    assert "it would hold 4291 frames of the MTU, more than the 4000" in capsys.readouterr().out
+    assert "it would hold 1458 frames of the MTU, more than the 960" in capsys.readouterr().out
     # Nothing listens there: the warning comes before the switch's error.
     assert main(["--switch", f"127.0.0.1:{free_tcp_port()}", "--timeout", "0.5",
                  "push", str(path)]) == 1
-    assert "it would hold 4291 frames" in capsys.readouterr().err
+    assert "it would hold 1458 frames" in capsys.readouterr().err
     path.write_text("downlink: {rate: 10Mbit, delay: 160ms, queue: 100}\nuplink: {}\n")
     assert main(["check", str(path)]) == 0
     assert "would hold" not in capsys.readouterr().out

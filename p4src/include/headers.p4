@@ -211,8 +211,8 @@ header pass_h {
     bit<16>    rand;
     time_us_t  busy_until;
     seq_t      next;      // the direction's next release
-    bit<32>    held;      // packets the hold carries (LinkPass's count_held)
-    bit<32>    in_loop;   // of them, those going round the loop
+    bit<32>    held;      // packets the hold loop carries (LinkPass's count_held)
+    bit<32>    held_part;
     // The event log's "now" (log_clock): here, since log_event makes
     // feature_pass_h valid and p4c would copy an argument from it.
     time_us_t  clock;
@@ -267,21 +267,6 @@ header feature_pass_h {
     bit<6>     pad;       // whole bytes
 }
 
-// A held packet's lane choice (sleep_lanes.p4), valid within that egress
-// pass only: a clone leaves it behind, and it is never emitted.
-header lane_h {
-    time_us_t limit;     // the latest a lane may give the packet back
-    time_us_t reach;     // limit - now: no longer period is worth a look
-    time_us_t offer;     // when the lane under look gives it back
-    time_us_t best;      // the latest such instant by the limit so far
-    bit<32>   session;   // its lane's clone session, 0 for none
-    bit<32>   in_loop;   // packets going round the loop
-    bit<32>   asleep;    // packets asleep in the lanes
-    seq_t     next;      // the direction's next packet to release
-    bit<1>    woke;      // this pass is the packet's return from a lane
-    bit<7>    pad;       // whole bytes
-}
-
 // The switch's clock when a controller's probe entered (P4Runtime packet-in
 // metadata): the controller places link-state changes on this clock.
 @controller_header("packet_in")
@@ -297,7 +282,6 @@ struct headers_t {
     l4_h       l4;
     pass_h     pass;
     feature_pass_h feature;
-    lane_h     lane;
     link_meta_t link;
 }
 

@@ -17,11 +17,8 @@
 // while its packet waits.
 const bit<32> DEFER_RING = 1024;
 
-// Packets the hold carries at once, all directions: asleep in a lane, each
-// of which queues 4096 (linkemu.switch.lanes), or going round the loop,
-// whose recirculation queue BMv2 keeps at 1024, dropping the rest silently,
-// and whose 16 hold ports queue 64 each.
-const bit<32> HOLD_CAPACITY = 4000;
-const bit<32> LOOP_CAPACITY = 960;
+// Packets the hold loop carries at once, all directions: BMv2's
+// recirculation queue holds 1024 and drops the rest silently.
+const bit<32> HOLD_CAPACITY = 960;
 
 #endif

@@ -211,7 +211,7 @@ class Profile:
         if held is None or held <= p4.HOLD_CAPACITY:
             return None
         return (f"busy both ways with full router queues it would hold {held} frames of "
-                f"the MTU, more than the {p4.HOLD_CAPACITY} linkemu's hold carries: "
+                f"the MTU, more than the {p4.HOLD_CAPACITY} linkemu's hold loop carries: "
                 "arrivals beyond are dropped (drop_hold)")
 
 

@@ -11,16 +11,14 @@ from dataclasses import dataclass
 from ..model.jitter import delay_table
 from ..model.profile import ProfileError
 from ..program import constants as p4
-from .lanes import configure_lanes
 from .p4runtime import (MulticastGroup, P4RuntimeError, Range, TableEntry, Ternary,
                         mac_to_int)
 
 DIRECTION_IDS = {"downlink": p4.DIR_DOWNLINK, "uplink": p4.DIR_UPLINK}
 DIRECTION_NAMES = {v: k for k, v in DIRECTION_IDS.items()}
 CLASS_IDS = {"best_effort": 0, "priority": 1}
-# Ports from here up hold packets (the sleep lanes, then the hold ports and
-# their turn lanes): never attach.
-FIRST_HOLD_PORT = p4.LANE_PORT_BASE
+# The hold ports (+1: each one's turn lane): never attach.
+HOLD_PORTS = range(p4.HOLD_PORT_BASE, p4.HOLD_PORT_BASE + 4 * (p4.HOLD_PORT_MASK + 1), 4)
 FLOOD_GROUPS = {"downlink": 1, "uplink": 2}
 # With in-order release, a packet waits past its due instant for earlier
 # packets at most the longest ARQ hold plus this margin; only a predecessor
@@ -47,7 +45,6 @@ COUNTERS = {
     "held_behind": "packets held behind a retransmission (in-order release)",
     "release_skips": "packets released before an earlier one of their direction",
     "release_paced": "held packets due that went round once more: BMv2's output queue",
-    "lane_sleeps": "times a held packet, far from its next event, went to sleep in a lane",
     "queue_enter": "packets that waited in the router queue",
     "queue_leave": "packets that left the router queue for the link",
     "sent_ahead": "packets sent ahead of the others (reorder)",
@@ -473,9 +470,9 @@ class PortLayout:
             if not ports:
                 raise ValueError(f"the {side} side needs at least one port")
             for port in ports:
-                if not 1 <= port.number < FIRST_HOLD_PORT:
+                if not 1 <= port.number < HOLD_PORTS.start:
                     raise ValueError(f"{side} port {port.number}: allowed 1 to "
-                                     f"{FIRST_HOLD_PORT - 1} (higher ports hold packets)")
+                                     f"{HOLD_PORTS.start - 1} (higher ports hold packets)")
                 if len(ports) > 1 and port.mac is None:
                     raise ValueError(f"{side} port {port.number}: a side with several "
                                      "ports needs each host's MAC (PORT@MAC)")
@@ -516,12 +513,9 @@ class PortLayout:
             for p in self.fixed + self.mobile]
 
 
-def install(switch, queues, p4info_path, bmv2_json_path, layout, profile):
-    """Loads the program over P4Runtime (`switch`), sets up its sleep lanes
-    over Thrift (`queues`, a thrift_runtime.SwitchQueues), then loads the
-    port layout and the profile."""
+def install(switch, p4info_path, bmv2_json_path, layout, profile):
+    """Loads the program, then the port layout, then the profile."""
     switch.set_pipeline(p4info_path, bmv2_json_path)
-    configure_lanes(queues)
     switch.write_multicast_groups(layout.multicast_groups())
     entries = layout.table_entries()
     for table in {e.table for e in entries}:

@@ -133,10 +133,9 @@ def emulated_link(profile, fixed=1, mobile=1, grpc_port=9559, segments=None,
     `rates_path`) and, with `events_path`, every packet's fate logged there;
     stops all of it on exit, and on SwitchDied (see watched). The drivers are
     `net.drivers` (none when `drive` is false and the caller drives with
-    link_drivers()). `install(controller, queues, layout, profile)` puts
-    another program on the switch instead of linkemu (a benchmark's
-    baseline; it takes no drivers); `queues` is the switch's Thrift side
-    (thrift_runtime.SwitchQueues)."""
+    link_drivers()). `install(controller, layout, profile)` puts another
+    program on the switch instead of linkemu (a benchmark's baseline; it
+    takes no drivers)."""
     if fixed < 1 or mobile < 1 or fixed + mobile > 254:
         raise ValueError("need at least one host on each side and at most 254 hosts")
     with only_network():
@@ -146,9 +145,9 @@ def emulated_link(profile, fixed=1, mobile=1, grpc_port=9559, segments=None,
                                   install or _install_linkemu)
 
 
-def _install_linkemu(controller, queues, layout, profile):
-    dataplane.install(controller, queues, BUILD / "linkemu.p4info.txtpb",
-                      BUILD / "linkemu.json", layout, profile)
+def _install_linkemu(controller, layout, profile):
+    dataplane.install(controller, BUILD / "linkemu.p4info.txtpb", BUILD / "linkemu.json",
+                      layout, profile)
 
 
 def _emulated_link(profile, fixed, mobile, grpc_port, segments, record_path, rates_path,
@@ -168,8 +167,8 @@ def _emulated_link(profile, fixed, mobile, grpc_port, segments, record_path, rat
         for host in net.hosts:
             # Commands a host runs inherit its shell's cores: keep them off the switch's.
             os.sched_setaffinity(host.pid, s1.bmv2.other_cores())
-        with Switch(f"127.0.0.1:{grpc_port}") as controller, s1.bmv2.queues() as queues:
-            install(controller, queues, port_layout(net, fixed), profile)
+        with Switch(f"127.0.0.1:{grpc_port}") as controller:
+            install(controller, port_layout(net, fixed), profile)
         with watched(s1.bmv2):
             if not drive:
                 net.drivers = []

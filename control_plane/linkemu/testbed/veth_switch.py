@@ -40,7 +40,6 @@ def veth_switch(ports):
 def veth_testbed(layout, profile, p4info_path, bmv2_json_path):
     """linkemu with a port layout and a profile on veth pairs; yields as veth_switch."""
     with veth_switch([p.number for p in layout.fixed + layout.mobile]) as (switch, peers):
-        with Switch(switch.grpc_address) as controller, switch.queues() as queues:
-            dataplane.install(controller, queues, p4info_path, bmv2_json_path, layout,
-                              profile)
+        with Switch(switch.grpc_address) as controller:
+            dataplane.install(controller, p4info_path, bmv2_json_path, layout, profile)
         yield switch, peers

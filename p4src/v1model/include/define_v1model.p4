@@ -2,7 +2,6 @@
 #ifndef LINKEMU_DEFINE_V1MODEL_P4
 #define LINKEMU_DEFINE_V1MODEL_P4
 
-const bit<32> INSTANCE_TYPE_EGRESS_CLONE = 2;
 const bit<32> INSTANCE_TYPE_RECIRC = 4;
 const bit<9>  CPU_PORT = 255;         // simple_switch_grpc --cpu-port: P4Runtime packet I/O
 const bit<16> DUP_GROUP_BASE = 256;   // + port: that port twice (PacketFaults' duplicate)

@@ -34,12 +34,15 @@
 #include "../../../include/headers.p4"
 #include "../define_v1model.p4"
 #include "deferred_ring.p4"
-#include "hold_count.p4"
-#include "sleep_lanes.p4"
 
 const bit<9> HOLD_PORT_BASE = 448;   // 448, 452, .. 508; no port from 448 up is attached
 const bit<9> HOLD_PORT_MASK = 15;    // 16 hold ports, chosen by sequence number
 const bit<9> TURN_PORT_OFFSET = 1;   // 449, 453, .. 509: the turn lane
+
+// A direction's next packet to release, in link order (Release's
+// next_release): LinkPass keeps it, and the fast path reads it for a packet
+// waiting for its turn.
+register<seq_t>(NUM_DIRECTIONS) release_next;
 
 // The hold port of a held packet: its sequence number spreads the held
 // packets over the hold ports.
@@ -80,16 +83,11 @@ control HoldWait(inout headers_t hdr, inout standard_metadata_t std) {
 }
 
 // A held packet goes round again with the egress clock, "now" for its next
-// pass (a recirculated packet keeps a stale ingress timestamp), unless it
-// sleeps in a lane: SleepLanes then drops it, and BMv2 tests the drop
-// before the recirculation (simple_switch.cpp, egress_thread).
+// pass (a recirculated packet keeps a stale ingress timestamp).
 control HoldRecirculate(inout headers_t hdr, inout standard_metadata_t std) {
-    SleepLanes() sleep_lanes;
-
     apply {
         hdr.link.pkt.now_us = std.egress_global_timestamp;
         recirculate_preserving_field_list(FL_HOLD);
-        sleep_lanes.apply(hdr, std);
     }
 }
 

@@ -37,6 +37,7 @@ control LinkPass(inout headers_t hdr, inout metadata_t meta,
                  inout standard_metadata_t std) {
     register<time_q_t>(NUM_DIRECTIONS) link_free;
     register<time_q_t>(NUM_QUEUES) class_free;            // a class's rate cap
+    register<seq_t>(NUM_DIRECTIONS) next_seq;             // link order
     register<time_us_t>(NUM_DIRECTIONS) retx_busy_until;  // last ARQ due so far
     register<bit<1>>(NUM_DIRECTIONS) loss_bad;            // Gilbert-Elliott state
     register<bit<32>>(NUM_DIRECTIONS) started_bytes;      // link bytes given a start
@@ -98,12 +99,25 @@ control LinkPass(inout headers_t hdr, inout metadata_t meta,
                              hdr.link.pkt.retx, hdr.link.pkt.flags[7:0]};
     }
 
-    // The packets the hold carries (hdr.pass.held), and of them those in
-    // the loop, not asleep in a lane (hdr.pass.in_loop).
+    // The packets the hold loop carries, both directions: each admitted in
+    // link order and not yet released (paced ones keep their turn), and each
+    // deferred one. Counted from positions, so a count never drifts.
     action count_held() {
-        COUNT_HELD(hdr.pass.held, hdr.pass.in_loop)
-        lane_asleep.read(hdr.pass.in_loop, 0);
-        hdr.pass.in_loop = hdr.pass.held - hdr.pass.in_loop;
+        next_seq.read(hdr.pass.held, 0);
+        release_next.read(hdr.pass.held_part, 0);
+        hdr.pass.held = hdr.pass.held - hdr.pass.held_part;
+        next_seq.read(hdr.pass.held_part, 1);
+        hdr.pass.held = hdr.pass.held + hdr.pass.held_part;
+        release_next.read(hdr.pass.held_part, 1);
+        hdr.pass.held = hdr.pass.held - hdr.pass.held_part;
+        defer_tail.read(hdr.pass.held_part, 0);
+        hdr.pass.held = hdr.pass.held + hdr.pass.held_part;
+        defer_head.read(hdr.pass.held_part, 0);
+        hdr.pass.held = hdr.pass.held - hdr.pass.held_part;
+        defer_tail.read(hdr.pass.held_part, 1);
+        hdr.pass.held = hdr.pass.held + hdr.pass.held_part;
+        defer_head.read(hdr.pass.held_part, 1);
+        hdr.pass.held = hdr.pass.held - hdr.pass.held_part;
     }
 
     apply {
@@ -146,7 +160,7 @@ control LinkPass(inout headers_t hdr, inout metadata_t meta,
             release_next.read(hdr.pass.next, hdr.link.pkt.dir);
             event_log.apply(hdr.pass.now, hdr.link);
             count_held();
-            if (hdr.pass.held >= HOLD_CAPACITY || hdr.pass.in_loop >= LOOP_CAPACITY) {
+            if (hdr.pass.held >= HOLD_CAPACITY) {
                 hdr.pass.refused = true;
                 drop_hold.count(hdr.link.pkt.dir);
                 if (hdr.link.pkt.flags & PKT_LOG != 0) {
