@@ -7,6 +7,7 @@ from pathlib import Path
 import grpc
 import pytest
 from google.protobuf import text_format
+from p4.config.v1 import p4info_pb2
 from p4.v1 import p4runtime_pb2
 
 import fake_p4info
@@ -174,3 +175,25 @@ def test_check_uses_the_p4info_when_there_is_one(capsys, tmp_path):
     assert main(["check", "--p4info", str(tmp_path / "none"), str(path)]) == 0
     assert "none (make build): the table entries are not checked against the program's " \
            "field widths" in capsys.readouterr().err
+
+
+def test_clearing_the_counters_zeroes_every_cell_in_one_batch():
+    class WriteStub:
+        def __init__(self):
+            self.requests = []
+
+        def Write(self, request, timeout):
+            self.requests.append(request)
+
+    switch = Switch()
+    switch._p4info = P4Info(text_format.Parse("""
+        counters { preamble { id: 1 name: "link_in" } size: 2 }
+        counters { preamble { id: 2 name: "drop_queue" } size: 3 }""", p4info_pb2.P4Info()))
+    switch._stub = WriteStub()
+    switch.clear_counters()
+    [request] = switch._stub.requests
+    cells = [(u.type, u.entity.counter_entry.counter_id, u.entity.counter_entry.index.index,
+              u.entity.counter_entry.HasField("data"), u.entity.counter_entry.data.packet_count,
+              u.entity.counter_entry.data.byte_count) for u in request.updates]
+    assert cells == [(p4runtime_pb2.Update.MODIFY, counter, index, True, 0, 0)
+                     for counter, size in ((1, 2), (2, 3)) for index in range(size)]

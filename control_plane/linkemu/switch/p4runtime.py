@@ -561,6 +561,18 @@ class Switch:
                     for m in packet.metadata if m.metadata_id in names}
         return received, packet.payload, metadata
 
+    def clear_counters(self):
+        """Sets every cell of every indexed counter back to zero, in one batch."""
+        updates = []
+        for counter in self.p4info.message.counters:
+            for index in range(counter.size):
+                entity = p4runtime_pb2.Entity()
+                entity.counter_entry.counter_id = counter.preamble.id
+                entity.counter_entry.index.index = index
+                entity.counter_entry.data.SetInParent()   # no packets, no bytes
+                updates.append((p4runtime_pb2.Update.MODIFY, entity))
+        self.write(updates)
+
     def read_counter(self, name):
         """All cells of an indexed counter."""
         query = p4runtime_pb2.Entity()
