@@ -152,11 +152,7 @@ def soak(seconds, sample_s, workdir):
                 process.kill()
                 process.wait()
         with Switch(s1.bmv2.grpc_address, primary=False) as controller:
-            deadline = time.time() + 60
-            while any(dataplane.in_flight(dataplane.read_counters(controller), d)
-                      for d in dataplane.DIRECTION_IDS) and time.time() < deadline:
-                time.sleep(1)
-            counters = dataplane.read_counters(controller)
+            counters, _ = dataplane.wait_until_idle(controller, 60, poll_s=1)
         start_us = states.clock.switch_us(started)
         end_us = states.clock.switch_us(started + seconds)
         applied = [(a.applied_unix - a.latency_s - started, a.latency_s)

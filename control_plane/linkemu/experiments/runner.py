@@ -216,18 +216,12 @@ class RunOnce:
 
     def _wait_idle(self):
         """Until no frame is held in the switch (the last run's are gone)."""
-        deadline = time.monotonic() + IDLE_TIMEOUT_S
-        while True:
-            counters = dataplane.read_counters(self.switch)
-            inside = {d: dataplane.in_flight(counters, d) for d in dataplane.DIRECTION_IDS}
-            if all(n <= 0 for n in inside.values()):
-                return
-            if time.monotonic() > deadline:
-                found = ", ".join(f"{d} {n}" for d, n in inside.items() if n > 0)
-                raise RunError(f"frames that neither left the link nor were dropped by it "
-                               f"after {IDLE_TIMEOUT_S:.0f} s ({found}): lost inside BMv2, "
-                               "whose queues hold 64 frames a port, or still held")
-            time.sleep(0.1)
+        _, inside = dataplane.wait_until_idle(self.switch, IDLE_TIMEOUT_S)
+        if inside:
+            found = ", ".join(f"{d} {n}" for d, n in inside.items())
+            raise RunError(f"frames that neither left the link nor were dropped by it "
+                           f"after {IDLE_TIMEOUT_S:.0f} s ({found}): lost inside BMv2, "
+                           "whose queues hold 64 frames a port, or still held")
 
     def _configure_tcp(self):
         held = {}

@@ -6,6 +6,7 @@ the rest of the control plane speaks in profiles and port layouts.
 """
 
 import math
+import time
 from dataclasses import dataclass
 
 from ..model.jitter import delay_table
@@ -592,6 +593,19 @@ def in_flight(counters, direction):
     from a read_counters() reading (a duplicate leaves twice)."""
     return (counters["link_in"][direction][0] + counters["duplicated"][direction][0]
             - sum(counters[name][direction][0] for name in LINK_EXITS))
+
+
+def wait_until_idle(switch, timeout_s, poll_s=0.1):
+    """Reads the counters until no frame is inside the link, for at most
+    `timeout_s`; returns the last reading and {direction: frames} still
+    inside then (empty once idle)."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        counters = read_counters(switch)
+        inside = {d: n for d in DIRECTION_IDS if (n := in_flight(counters, d)) > 0}
+        if not inside or time.monotonic() > deadline:
+            return counters, inside
+        time.sleep(poll_s)
 
 
 def counter_cells(switch, name):

@@ -214,23 +214,17 @@ def warm_up(controller, net, fixed, profile):
     """Holds WARM_UP_FRAMES at once (WARM_UP_LINK), waits until they are
     out, installs `profile` again and zeroes the counters; returns how many
     frames went through."""
-    hosts = sorted(net.hosts, key=lambda h: int(h.name[1:]))
-    sender, receiver = hosts[0], hosts[fixed]
+    sender, receiver = net.get("h1", f"h{fixed + 1}")   # LinkTopo: the fixed side first
     dataplane.push_profile(controller, WARM_UP_LINK)
     header = (receiver.MAC() + sender.MAC()).replace(":", "") + "88b5"   # local experimental
     sender.cmd(shlex.quote(sys.executable), "-c", shlex.quote(WARM_UP_SEND),
                sender.defaultIntf().name, header, WARM_UP_FRAMES)
-    deadline = time.monotonic() + WARM_UP_TIMEOUT_S
     time.sleep(WARM_UP_LINK.downlink.delay_us / 1e6)
-    while True:
-        counters = dataplane.read_counters(controller)
-        if dataplane.in_flight(counters, "downlink") <= 0:
-            break
-        if time.monotonic() > deadline:
-            raise RuntimeError(f"the switch's warm-up: {dataplane.in_flight(counters, 'downlink')} "
-                               f"frames neither out nor dropped after {WARM_UP_TIMEOUT_S} s "
-                               "(lost inside BMv2)")
-        time.sleep(0.05)
+    counters, inside = dataplane.wait_until_idle(controller, WARM_UP_TIMEOUT_S)
+    if inside:
+        found = ", ".join(f"{d} {n}" for d, n in inside.items())
+        raise RuntimeError(f"the switch's warm-up: frames neither out nor dropped after "
+                           f"{WARM_UP_TIMEOUT_S} s ({found}): lost inside BMv2")
     dataplane.push_profile(controller, profile)
     controller.clear_counters()
     return counters["link_out"]["downlink"][0]
