@@ -35,10 +35,11 @@ check-tools:
 
 # The benchmark's baselines: plain port-to-port forwarding, a bare
 # recirculation hold loop, that loop in a program of linkemu's shape, the
-# bare sleep lanes, the least link model, and linkemu's plain arrival in that
-# model's form.
+# bare sleep lanes, in any order and in link order, the least link model, and
+# linkemu's plain arrival in that model's form.
 BASELINES := $(BUILD)/forward.json $(BUILD)/hold.json $(BUILD)/shape.json \
-             $(BUILD)/lanes.json $(BUILD)/minimal_link.json $(BUILD)/plain_arrival.json
+             $(BUILD)/lanes.json $(BUILD)/lanes_in_order.json $(BUILD)/minimal_link.json \
+             $(BUILD)/plain_arrival.json
 
 build: $(BUILD)/linkemu.json $(BASELINES)
 
@@ -54,6 +55,7 @@ $(BASELINES): $(BUILD)/%.json: bench/%.p4
 	p4c --target bmv2 --arch v1model --std p4-16 -o $(BUILD) \
 	    --p4runtime-files $(BUILD)/$*.p4info.txtpb $<
 $(BUILD)/hold.json $(BUILD)/shape.json: bench/hold_loop.p4
+$(BUILD)/lanes_in_order.json: bench/lanes.p4
 $(BUILD)/plain_arrival.json: $(filter-out $(P4_MAIN),$(P4_SRCS))
 
 # The program's names and constants for the control plane; commit the file

@@ -17,6 +17,13 @@
 // period; ties go to the longer lane, which arms it. Back at or after its due
 // instant, a frame is cloned to the output port. Every lane is = 0 mod 4: one
 // egress worker serves them all and alone touches lane_tail.
+//
+// With LINK_ORDER defined (bench/lanes_in_order.p4) frames leave in the order
+// they came, as a link's do: one back at or after its due instant but ahead
+// of its turn goes round the spin port until the frames before it have left.
+// That is the least a hold asleep in BMv2 needs to keep link order: a lane
+// gives a frame back at the instant fixed when it boarded, and nothing can
+// wake one frame when its turn comes.
 #include <core.p4>
 #include <v1model.p4>
 
@@ -48,6 +55,10 @@ header hold_h {
     bit<48> best_us;
     bit<48> exit_us;
     bit<32> session;
+#ifdef LINK_ORDER
+    bit<32> order;      // arrival order
+    bit<32> next;
+#endif
 }
 
 struct headers_t {
@@ -79,9 +90,16 @@ control NoChecksum(inout headers_t hdr, inout metadata_t meta) {
 
 control LanesIngress(inout headers_t hdr, inout metadata_t meta,
                      inout standard_metadata_t std) {
+#ifdef LINK_ORDER
+    register<bit<32>>(1) arrived;
+#endif
     apply {
         if (hdr.bench.isValid()) {
             hdr.hold.setValid();
+#ifdef LINK_ORDER
+            arrived.read(hdr.hold.order, 0);
+            arrived.write(0, hdr.hold.order + 1);
+#endif
             hdr.hold.due_us = std.ingress_global_timestamp + (bit<48>) hdr.bench.hold_us;
             std.egress_spec = SPIN_PORT;
         } else {
@@ -108,6 +126,9 @@ control LanesIngress(inout headers_t hdr, inout metadata_t meta,
 control LanesEgress(inout headers_t hdr, inout metadata_t meta,
                     inout standard_metadata_t std) {
     register<bit<48>>(14) lane_tail;
+#ifdef LINK_ORDER
+    register<bit<32>>(1) release_next;
+#endif
 
     apply {
         if (std.egress_port == OUT_PORT) {
@@ -115,7 +136,17 @@ control LanesEgress(inout headers_t hdr, inout metadata_t meta,
         } else {
             hdr.hold.now_us = std.egress_global_timestamp;
             if (hdr.hold.now_us >= hdr.hold.due_us) {
+#ifdef LINK_ORDER
+                release_next.read(hdr.hold.next, 0);
+                if (hdr.hold.order == hdr.hold.next) {
+                    release_next.write(0, hdr.hold.next + 1);
+                    clone_preserving_field_list(CloneType.E2E, OUT_SESSION, 0);
+                } else {
+                    clone_preserving_field_list(CloneType.E2E, SPIN_SESSION, 0);
+                }
+#else
                 clone_preserving_field_list(CloneType.E2E, OUT_SESSION, 0);
+#endif
             } else {
                 hdr.hold.limit_us = hdr.hold.due_us + SLACK_US;
                 hdr.hold.reach_us = hdr.hold.limit_us - hdr.hold.now_us;

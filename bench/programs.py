@@ -13,10 +13,12 @@ BASELINE = (BUILD / "forward.p4info.txtpb", BUILD / "forward.json")
 HOLD_BASELINE = (BUILD / "hold.p4info.txtpb", BUILD / "hold.json")
 SHAPE_BASELINE = (BUILD / "shape.p4info.txtpb", BUILD / "shape.json")
 LANES_BASELINE = (BUILD / "lanes.p4info.txtpb", BUILD / "lanes.json")
+LANES_IN_ORDER_BASELINE = (BUILD / "lanes_in_order.p4info.txtpb", BUILD / "lanes_in_order.json")
 MINIMAL_BASELINE = (BUILD / "minimal_link.p4info.txtpb", BUILD / "minimal_link.json")
 PLAIN_BASELINE = (BUILD / "plain_arrival.p4info.txtpb", BUILD / "plain_arrival.json")
 PROGRAMS = {"linkemu": LINKEMU, "forward": BASELINE, "hold": HOLD_BASELINE,
-            "shape": SHAPE_BASELINE, "lanes": LANES_BASELINE, "minimal_link": MINIMAL_BASELINE,
+            "shape": SHAPE_BASELINE, "lanes": LANES_BASELINE,
+            "lanes_in_order": LANES_IN_ORDER_BASELINE, "minimal_link": MINIMAL_BASELINE,
             "plain_arrival": PLAIN_BASELINE}
 MINIMAL_LINK = "MinimalIngress.link"
 PLAIN = "PlainIngress."

@@ -175,6 +175,7 @@ def capacity_targets(report):
     at 100 Mbit/s, frames held by the thousand, hundreds released in link
     order at once, the CPU they cost."""
     emu, lanes = report["linkemu"], report["baseline"]["lanes"]
+    in_order = report["baseline"]["lanes_in_order"]
     rows = []
     forwarded = {r["rate_bps"]: r for r in report["baseline"].get("busy_forwarding", [])}
     for delay in sorted({c["delay_ms"] for c in emu["capacity_curve"]}):
@@ -216,12 +217,16 @@ def capacity_targets(report):
                      for r in ordered),
                  f"in any order: linkemu p99 {p99s(at_once(emu['link_order'], 'any order'))} "
                  f"ms, the recirculation loop "
-                 f"{p99s(at_once(report['baseline']['link_order'], 'any order'))} ms; plain "
+                 f"{p99s(at_once(report['baseline']['link_order'], 'any order'))} ms, the "
+                 f"sleep lanes {p99s(at_once(lanes['link_order'], 'any order'))} ms; the "
+                 f"sleep lanes in link order "
+                 f"{p99s(at_once(in_order['link_order'], 'link order'))} ms; plain "
                  f"forwarding, saturated at {plain:.0f} frames/s in this run, takes "
                  f"{ordered[0]['frames'] / plain * 1e3:.1f} ms to forward as many"))
     for name, cpu in (("linkemu", emu["held_cpu"]),
                       ("the bare recirculation loop", report["baseline"]["held_cpu"]),
-                      ("the bare sleep lanes", lanes["held_cpu"])):
+                      ("the bare sleep lanes", lanes["held_cpu"]),
+                      ("the bare sleep lanes in link order", in_order["held_cpu"])):
         most = max(cpu, key=lambda r: r["held"])
         idle = next(r for r in cpu if r["held"] == 0)
         rows.append((f"switch CPU with {most['held']} held far from due <= 0.3 core, "
@@ -512,18 +517,24 @@ def markdown(report):
                   TARGETS["delay_p99_ms"], *(held_capacity(f) for f in floors))]
     lines += ["", f"Keeping link order: {emu['link_order'][0]['frames']} frames held 1 s, "
               "released by linkemu in link order (a link's default) and in any order (ARQ's "
-              "in_order false), and by bench/hold.p4's recirculation loop, which keeps no "
-              "order; where they all fall due at once BMv2 queues at most 64 frames for a "
-              "port (linkemu paces the release). Out of order: departures after a frame that "
-              "came in later; stalls: spells of 1 ms or more in which a due frame was inside "
-              "and none left.", "",
+              "in_order false), by bench/hold.p4's recirculation loop, which keeps no "
+              "order, and by the sleep lanes, in any order (bench/lanes.p4) and in link "
+              "order (bench/lanes_in_order.p4: a frame back ahead of its turn goes round "
+              "until it comes); where they all fall due at once BMv2 queues at most 64 "
+              "frames for a port (linkemu paces the release). Delivered: frames out within "
+              "1.5 s of the last one's due instant. Out of order: departures after a frame "
+              "that came in later; stalls: spells of 1 ms or more in which a due frame was "
+              "inside and none left.", "",
               "| program | arrivals | release | delivered | p50 | p99 | max | out of order | "
               "stalls | stalled ms |", "|---|---|---|---|---|---|---|---|---|---|"]
     lines += [f"| {name} | {r['arrivals']} | {r['release']} | {r['delivered']}{_refused(r)} | "
               f"{r.get('p50_ms', 0):.1f} | {r.get('p99_ms', 0):.1f} | {r.get('max_ms', 0):.1f} | "
               f"{r['out_of_order']} | {r['stalls']} | {r['stalled_ms']:.1f} |"
               for name, rows in (("linkemu", emu["link_order"]),
-                                 ("recirculation", base["link_order"])) for r in rows]
+                                 ("recirculation", base["link_order"]),
+                                 ("sleep lanes", base["lanes"]["link_order"]),
+                                 ("sleep lanes", base["lanes_in_order"]["link_order"]))
+              for r in rows]
     lines += ["", "What BMv2 pays on each pass of each program: it resets every metadata "
               "field (p4c's temporaries and locals included) when a packet arrives and on "
               "every recirculation, marks every header invalid when a pass ends, and walks "
@@ -536,10 +547,13 @@ def markdown(report):
                      f"{size['ingress_conditionals']} | {size['egress_tables']} | "
                      f"{size['egress_conditionals']} |")
     lines += ["", "| frames held (2 s) | switch cores busy while they are: linkemu | "
-              "the recirculation loop alone | the sleep lanes alone |", "|---|---|---|---|"]
-    lines += [f"| {r['held']} | {r['cores']:.3f} | {loop['cores']:.3f} | {b['cores']:.3f} |"
-              for r, loop, b in zip(emu["held_cpu"], base["held_cpu"],
-                                    base["lanes"]["held_cpu"])]
+              "the recirculation loop alone | the sleep lanes alone | in link order |",
+              "|---|---|---|---|---|"]
+    lines += [f"| {r['held']} | {r['cores']:.3f} | {loop['cores']:.3f} | {b['cores']:.3f} | "
+              f"{o['cores']:.3f} |"
+              for r, loop, b, o in zip(emu["held_cpu"], base["held_cpu"],
+                                       base["lanes"]["held_cpu"],
+                                       base["lanes_in_order"]["held_cpu"])]
     lines += tcp_lines(report["tcp"])
     lines += event_log_lines(emu.get("event_log", []))
     arq = emu["arq"]

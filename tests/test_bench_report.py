@@ -67,7 +67,15 @@ def results(logging=False, p99=0.4, held=30, change_p99=1.5, change_early=0.0,
                                           "p99_ms": 2.5, "max_ms": 6.0}],
                      "held_cpu": [{**r, "cores": 1.0 if r["held"] else 0.0} for r in cpu],
                      "lanes": {"hold_floor": [{**r, "p99_ms": r["p99_ms"] / 5} for r in floor],
-                               "held_cpu": cpu},
+                               "held_cpu": cpu,
+                               "link_order": [
+                                   order_row("within 5 ms", "any order", 5.0, 9.0, 9.5, 460, 2,
+                                             6.0)]},
+                     "lanes_in_order": {
+                         "held_cpu": [{**r, "cores": r["cores"] / 2} for r in cpu],
+                         "link_order": [
+                             order_row("within 5 ms", "link order", 300.0, 400.0, 410.0, 0, 150,
+                                       280.0, delivered=411)]},
                      "shape": {"saturated": {"offered_pps": 40000, "delivered_pps": 6000},
                                "hold_floor": [{**r, "p99_ms": 3 * r["p99_ms"]} for r in floor]},
                      "minimal_link": {"delay": [cell(64e3, "loaded", 0.3, -0.1, 12),
@@ -259,6 +267,8 @@ def test_cpu_targets_set_linkemu_beside_the_bare_loop_and_the_sleep_lanes():
     rows = {t: (m, met) for t, m, met, _ in report.capacity_targets(results())}
     assert rows["switch CPU with 1000 held far from due <= 0.3 core, idle ~0 "
                 "(the bare recirculation loop)"] == ("1.00 core held, 0.000 idle", False)
+    assert rows["switch CPU with 1000 held far from due <= 0.3 core, idle ~0 "
+                "(the bare sleep lanes in link order)"] == ("0.10 core held, 0.001 idle", True)
 
 
 def test_tcp_targets_set_linkemu_beside_plain_forwarding_and_the_least_link_model():
@@ -351,7 +361,8 @@ def test_report_folder_is_complete_and_warns_about_logging_builds(tmp_path):
     assert "| 200 | 2.000 | 8.000 | 4.000 | 1 | 2.000 | 0.800 |" in text   # linkemu lost one
     assert ("Most frames held at once with release error p99 <= 0.5 ms: linkemu 10, the sleep "
             "lanes 100, the recirculation loop 20, in linkemu's shape 0." in text)
-    assert "| 1000 | 0.600 | 1.000 | 0.200 |" in text   # cores: linkemu, loop, lanes
+    # cores: linkemu, the loop, the lanes, the lanes in link order
+    assert "| 1000 | 0.600 | 1.000 | 0.200 | 0.100 |" in text
     assert "| 10 Mbit/s | 20 ms | loaded | 10 | 30 | 0.200 | 0.400 |" in text
     assert "| plain forwarding | 40000 | 30000 |" in text   # saturated
     assert "| linkemu's shape (bench/shape.p4) | 40000 | 6000 |" in text
@@ -533,8 +544,13 @@ def test_link_order_cost_sets_each_run_beside_its_stalls():
     rows = {t: (m, met, n) for t, m, met, n in report.capacity_targets(results())}
     assert rows["500 held, due at once, released in link order: p99 <= 5 ms"] == (
         "937 of 1000 out; p99 60.0, 80.3 ms", False,
-        "in any order: linkemu p99 35.5 ms, the recirculation loop 25.2 ms; plain forwarding, "
-        "saturated at 30000 frames/s in this run, takes 16.7 ms to forward as many")
+        "in any order: linkemu p99 35.5 ms, the recirculation loop 25.2 ms, the sleep lanes "
+        "9.0 ms; the sleep lanes in link order 400.0 ms; plain forwarding, saturated at 30000 "
+        "frames/s in this run, takes 16.7 ms to forward as many")
+    assert ("| sleep lanes | within 5 ms | any order | 500 | 5.0 | 9.0 | 9.5 | 460 | 2 | 6.0 |"
+            in text)
+    assert ("| sleep lanes | within 5 ms | link order | 411 | 300.0 | 400.0 | 410.0 | 0 | 150 | "
+            "280.0 |") in text
 
 
 def test_the_event_log_section_sets_the_self_check_beside_the_captures():
