@@ -123,10 +123,15 @@ class Bench:
         for table in dict.fromkeys(e.table for e in entries):
             self.controller.sync_table(table, [e for e in entries if e.table == table])
 
-    def load(self, program, link_entries=None):
-        """A baseline program, and for one with a link its entries' writer."""
+    def load(self, program, link_entries=None, queues=None):
+        """A baseline program, for one with a link its entries' writer, and
+        for one with egress queues of its own their setter, given the
+        switch's Thrift connection."""
         self.controller.set_pipeline(*program)
         self.link_entries = link_entries
+        if queues:
+            with self.switch.queues() as connection:
+                queues(connection)
 
     def wait_until_idle(self, timeout=30):
         """Until linkemu's counters have every frame out, or a baseline, which
@@ -725,15 +730,11 @@ def run_baseline(quick):
             results["hold_floor"] = bench.hold_floor(None)
             results["held_cpu"] = bench.held_cpu(hold_us=2_000_000)
             results["link_order"] = bench.link_order_cost((("any order", None),))
-            bench.load(LANES_BASELINE)
-            with switch.queues() as queues:
-                configure_lanes(queues)
+            bench.load(LANES_BASELINE, queues=configure_lanes)
             results["lanes"] = {"hold_floor": bench.hold_floor(None),
                                 "held_cpu": bench.held_cpu(hold_us=2_000_000),
                                 "link_order": bench.link_order_cost((("any order", None),))}
-            bench.load(LANES_IN_ORDER_BASELINE)
-            with switch.queues() as queues:
-                configure_lanes(queues)
+            bench.load(LANES_IN_ORDER_BASELINE, queues=configure_lanes)
             results["lanes_in_order"] = {
                 "held_cpu": bench.held_cpu(hold_us=2_000_000),
                 "link_order": bench.link_order_cost((("link order", None),))}

@@ -161,12 +161,18 @@ def emulated_link(profile, fixed=1, mobile=1, grpc_port=9559, segments=None,
         leftovers.clean_before_building(prefix="*** ")
         yield from _emulated_link(profile, fixed, mobile, grpc_port, segments, record_path,
                                   rates_path, events_path, drive and install is None,
-                                  install or _install_linkemu)
+                                  install)
 
 
-def _install_linkemu(controller, layout, profile):
+def _install_linkemu(controller, net, fixed, profile):
+    """linkemu with `profile` on a switch warmed up first; returns how many
+    frames the warm-up put through."""
     dataplane.install(controller, BUILD / "linkemu.p4info.txtpb", BUILD / "linkemu.json",
-                      layout, profile)
+                      port_layout(net, fixed), WARM_UP_LINK)
+    warmed = warm_up(controller, net, fixed)
+    dataplane.push_profile(controller, profile)
+    controller.clear_counters()
+    return warmed
 
 
 def _emulated_link(profile, fixed, mobile, grpc_port, segments, record_path, rates_path,
@@ -187,9 +193,10 @@ def _emulated_link(profile, fixed, mobile, grpc_port, segments, record_path, rat
             # Commands a host runs inherit its shell's cores: keep them off the switch's.
             os.sched_setaffinity(host.pid, s1.bmv2.other_cores())
         with Switch(f"127.0.0.1:{grpc_port}") as controller:
-            install(controller, port_layout(net, fixed), profile)
-            if install is _install_linkemu:
-                net.warmed_up = warm_up(controller, net, fixed, profile)
+            if install:
+                install(controller, port_layout(net, fixed), profile)
+            else:
+                net.warmed_up = _install_linkemu(controller, net, fixed, profile)
         with watched(s1.bmv2):
             if not drive:
                 net.drivers = []
@@ -210,12 +217,10 @@ def _emulated_link(profile, fixed, mobile, grpc_port, segments, record_path, rat
             leftovers.forget(kind, **key)
 
 
-def warm_up(controller, net, fixed, profile):
-    """Holds WARM_UP_FRAMES at once (WARM_UP_LINK), waits until they are
-    out, installs `profile` again and zeroes the counters; returns how many
-    frames went through."""
+def warm_up(controller, net, fixed):
+    """Holds WARM_UP_FRAMES at once on the switch's WARM_UP_LINK and waits
+    until they are out; returns how many went through."""
     sender, receiver = net.get("h1", f"h{fixed + 1}")   # LinkTopo: the fixed side first
-    dataplane.push_profile(controller, WARM_UP_LINK)
     header = (receiver.MAC() + sender.MAC()).replace(":", "") + "88b5"   # local experimental
     sender.cmd(shlex.quote(sys.executable), "-c", shlex.quote(WARM_UP_SEND),
                sender.defaultIntf().name, header, WARM_UP_FRAMES)
@@ -225,8 +230,6 @@ def warm_up(controller, net, fixed, profile):
         found = ", ".join(f"{d} {n}" for d, n in inside.items())
         raise RuntimeError(f"the switch's warm-up: frames neither out nor dropped after "
                            f"{WARM_UP_TIMEOUT_S} s ({found}): lost inside BMv2")
-    dataplane.push_profile(controller, profile)
-    controller.clear_counters()
     return counters["link_out"]["downlink"][0]
 
 
