@@ -117,3 +117,57 @@ class ClassAqmTest(LinkemuTest):
         self.assertEqual(delta["link_out downlink"],
                          8 + 30 - delta["drop_aqm downlink/priority"]
                          - delta["drop_queue downlink/priority"], delta)
+
+
+class PriorityUnderOverloadTest(LinkemuTest):
+    """A priority stream of 46 % of the link, uncapped, loses nothing and
+    waits only for the best-effort frame on the link, while best effort,
+    offered more than the link, overflows all along and gets exactly the
+    link time priority leaves (S-MIX2's UDP stream beside bulk TCP)."""
+
+    CYCLES = 16
+
+    def runTest(self):
+        link = split()
+        self.push({"downlink": link})
+        be_tx, prio_tx = tx_s(500), tx_s(428)    # 60.75 ms and 51.75 ms: 46 %
+        cycle = be_tx + prio_tx
+        # The link alternates one best-effort frame and one priority frame,
+        # starting at t0 + k * cycle. Every arrival keeps 10 ms from an
+        # instant the link frees, where capture and switch clocks might
+        # disagree on what came first: priority 30 ms into the best-effort
+        # frame, best effort 40 and 90 ms into the cycle, two for the one
+        # the link takes, so one overflows in every cycle.
+        schedule = [(0.0, bytes(udp_frame(FIXED_PORT, MOBILE, i, 500, BEST_EFFORT_PORT)))
+                    for i in range(9)]                 # the link's frame and a full queue
+        for k in range(self.CYCLES):
+            schedule.append((k * cycle + 0.030, bytes(
+                udp_frame(FIXED_PORT, MOBILE, 1000 + k, 428, PRIORITY_PORT))))
+            schedule += [(k * cycle + offset, bytes(
+                udp_frame(FIXED_PORT, MOBILE, 100 + 2 * k + n, 500, BEST_EFFORT_PORT)))
+                for n, offset in enumerate((0.040, 0.090))]
+        schedule.sort(key=lambda item: item[0])
+
+        def send():
+            start = time.time()
+            for at, frame in schedule:
+                time.sleep(max(0.0, start + at - time.time()))
+                self.send(FIXED_PORT, frame)
+
+        before = self.counters()
+        # After the last arrival the 8 queued best-effort frames drain.
+        sent, received = self.timed(FIXED_PORT, MOBILE, send, wait=8 * be_tx + 0.050 + 0.5)
+        self.assert_on_time(sent, received, profile(downlink=link).downlink)
+
+        best_effort_sent = 9 + 2 * self.CYCLES
+        self.assertEqual(self.counter_delta(before, "drop_queue", "downlink/priority"), 0)
+        # One best-effort frame per cycle, then the 8 queued: the rest overflowed.
+        self.assertEqual(self.counter_delta(before, "drop_queue", "downlink/best_effort"),
+                         best_effort_sent - (self.CYCLES + 8))
+        arrivals = {frame_seq(f.data): f.ts for f in sent}
+        got = {frame_seq(f.data): f.ts for f in received}
+        priority = range(1000, 1000 + self.CYCLES)
+        self.assertEqual(sorted(s for s in got if s >= 1000), list(priority))
+        worst = be_tx + prio_tx + 0.050 + 0.010
+        for seq in priority:
+            self.assertLess(got[seq] - arrivals[seq], worst, f"priority frame {seq}")

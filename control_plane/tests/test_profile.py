@@ -315,7 +315,8 @@ def test_priority_limits_best_effort_and_rejects_what_it_cannot_do():
                for p in problems_of(data))
 
 
-@pytest.mark.parametrize("base", [f"smix2-r{n}-mix{red}" for n in (0, 2, 4)
+@pytest.mark.parametrize("base", [f"smix2-{link}{red}" for link in ("e0", "r0-mix", "r2-mix",
+                                                                      "r4-mix")
                                   for red in ("", "-red")])
 def test_smix2_priority_profiles_split_udp_from_their_base(base):
     plain = load_profile(PROFILES / f"{base}.yaml")
@@ -323,7 +324,16 @@ def test_smix2_priority_profiles_split_udp_from_their_base(base):
     priority = split.downlink.priority
     assert [(m.protocol, m.dscp, m.src_port, m.dst_port) for m in priority.match] == [
         (17, None, None, None)]
-    assert (priority.queue_packets, priority.share, priority.best_effort_share) == (22, 0.5, 0.5)
+    # The study's HTB classes lie far above the link: UDP first, neither capped.
+    assert (priority.queue_packets, priority.share, priority.best_effort_share) == (22, None, None)
     assert priority.red is None
     assert split.downlink == dataclasses.replace(plain.downlink, priority=priority)
     assert split.uplink == plain.uplink and split.states == plain.states
+
+
+@pytest.mark.parametrize("variant", ["", "-red", "-priority", "-red-priority"])
+def test_smix2_e0_is_r0_without_link_states(variant):
+    e0 = load_profile(PROFILES / f"smix2-e0{variant}.yaml")
+    r0 = load_profile(PROFILES / f"smix2-r0-mix{variant}.yaml")
+    assert e0.states is None and r0.states is not None
+    assert e0.directions() == r0.directions()

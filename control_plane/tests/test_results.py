@@ -127,6 +127,8 @@ def test_fairness_over_flows_started_together(experiment):
     run_metrics._fairness(flows, [{"throughput_bps": 3.0, "elapsed_s": 10.0},
                                   {"throughput_bps": 1.0, "elapsed_s": 14.0}], scalars)
     assert scalars == {"fairness.bulk_start_0s.jain": pytest.approx(0.8),
+                       "fairness.bulk_start_0s.fastest_elapsed_s": pytest.approx(10.0),
+                       "fairness.bulk_start_0s.slowest_elapsed_s": pytest.approx(14.0),
                        "fairness.bulk_start_0s.completion_gap_s": pytest.approx(4.0)}
 
 

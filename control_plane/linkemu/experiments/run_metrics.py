@@ -171,8 +171,9 @@ def _udp(packets, addresses, flow, port, scalars, label):
 
 def _fairness(workload, flow_metrics, scalars):
     """Jain's index over the TCP flows of one kind (bulk or iperf) that start
-    together, two or more; for bulk flows also the gap between the first
-    and the last to complete."""
+    together, two or more; for bulk flows also the first and the last to
+    complete (the studies report mixtures by their fastest and slowest
+    transfer) and the gap between them."""
     groups = defaultdict(list)
     for flow, result in zip(workload, flow_metrics):
         tcp = flow.app == "bulk" or (flow.app == "iperf" and flow.udp_rate_bps is None)
@@ -185,6 +186,8 @@ def _fairness(workload, flow_metrics, scalars):
         scalars[f"{label}.jain"] = flows.jain_index([r["throughput_bps"] for r in results])
         if app == "bulk":
             elapsed = [r["elapsed_s"] for r in results]
+            scalars[f"{label}.fastest_elapsed_s"] = min(elapsed)
+            scalars[f"{label}.slowest_elapsed_s"] = max(elapsed)
             scalars[f"{label}.completion_gap_s"] = max(elapsed) - min(elapsed)
 
 
