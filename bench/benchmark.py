@@ -748,9 +748,10 @@ def run_tcp(quick):
     forwarding, the least link model and linkemu, each on a switch of its own
     (bench/tcp_fidelity.py)."""
     try:   # Mininet is optional: the veth measurements above need none
-        from tcp_fidelity import measure
+        import mininet.net  # noqa: F401
     except ImportError as error:
         return {"skipped": f"Mininet is not installed ({error})"}
+    from tcp_fidelity import measure
     rows = []
     for profile in TCP_PROFILES[:1] if quick else TCP_PROFILES:
         for program in ("forward", "minimal_link", "linkemu"):

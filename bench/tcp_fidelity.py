@@ -29,7 +29,6 @@ from linkemu.switch.p4runtime import Switch
 from linkemu.testbed import leftovers
 from linkemu.testbed.bmv2 import free_tcp_port
 from linkemu.testbed.capture import Capture
-from linkemu.testbed.emunet import emulated_link
 
 from programs import BASELINE, MINIMAL_BASELINE, minimal_link_entries
 
@@ -87,6 +86,8 @@ def iperf_figures(output):
 
 
 def measure(profile_path, seconds, workdir, program="linkemu", congestion=CONGESTION):
+    # Mininet only here: the figures above are read without it.
+    from linkemu.testbed.emunet import emulated_link
     profile = load_profile(profile_path)
     buffer_bytes = path_buffer_bytes(profile)
     linked = program != "forward"   # a link model to set departures against

@@ -12,7 +12,9 @@ sys.path.append(str(Path(__file__).resolve().parent.parent / "bench"))
 import benchmark  # noqa: E402
 import programs  # noqa: E402
 import report  # noqa: E402
+import tcp_fidelity  # noqa: E402
 import traffic  # noqa: E402
+from conftest import compiled, environment  # noqa: E402
 from linkemu.drivers.fidelity import Frame  # noqa: E402
 from linkemu.model.profile import parse_profile  # noqa: E402
 from linkemu.switch.p4runtime import P4Info  # noqa: E402
@@ -304,7 +306,6 @@ def test_the_tcp_table_has_every_run_and_marks_one_that_never_finished():
 
 
 def test_tcp_buffers_hold_the_round_trip_and_the_router_queue_twice_over():
-    tcp_fidelity = pytest.importorskip("tcp_fidelity", reason="Mininet is not installed")
     profile = parse_profile(
         {"mtu": 1500, "downlink": {"rate": "100Mbit", "delay": "80ms", "queue": 1400},
          "uplink": {"rate": "100Mbit", "delay": "80ms"}}, source="test")
@@ -315,7 +316,6 @@ def test_tcp_buffers_hold_the_round_trip_and_the_router_queue_twice_over():
 
 
 def test_iperf_figures_read_goodput_retransmissions_and_round_trip():
-    tcp_fidelity = pytest.importorskip("tcp_fidelity", reason="Mininet is not installed")
     output = json.dumps({"end": {
         "sum_received": {"bits_per_second": 9.1e7}, "sum_sent": {"retransmits": 7},
         "streams": [{"sender": {"mean_rtt": 25_300, "max_rtt": 61_000}}]}})
@@ -500,12 +500,11 @@ def test_linkemus_plain_arrival_gets_the_port_map_and_the_profiles_link_both_way
          "queue_limit": 1000, "queue_bytes_limit": 30000}]
 
 
+@environment(compiled(programs.MINIMAL_BASELINE[0], programs.PLAIN_BASELINE[0]))
 @pytest.mark.parametrize("program, entries", [
     (programs.MINIMAL_BASELINE, programs.minimal_link_entries),
     (programs.PLAIN_BASELINE, programs.plain_arrival_entries)])
 def test_a_baselines_link_entries_name_the_compiled_program(program, entries):
-    if not program[0].exists():
-        pytest.skip(f"{program[0].name} is missing (needs p4c)")
     p4info = P4Info.from_file(program[0])
     for entry in entries(benchmark.link().downlink):
         p4info.table_entry(entry)   # raises on a table, field or parameter it lacks

@@ -10,7 +10,7 @@ from pathlib import Path
 from scapy.layers.inet import IP, TCP
 from scapy.utils import PcapReader
 
-from conftest import needs_mininet
+from conftest import environment, mininet
 from linkemu.model.profile import load_profile
 from linkemu.switch import dataplane
 from linkemu.switch.p4runtime import Switch
@@ -25,7 +25,7 @@ BULK_BYTES = 150_000
 SERIALIZED_SHARE = 0.9
 
 
-pytestmark = needs_mininet("iperf3", "tcpdump")
+pytestmark = environment(mininet("iperf3", "tcpdump"))
 
 
 def ack_bursts(pcap, rate_bps, server_port=5201):

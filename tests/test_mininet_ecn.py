@@ -7,13 +7,13 @@ import time
 from scapy.layers.inet import IP, TCP
 from scapy.utils import PcapReader
 
-from conftest import needs_mininet
+from conftest import environment, mininet
 from linkemu.model.profile import parse_profile
 from linkemu.switch import dataplane
 from linkemu.switch.p4runtime import Switch
 from linkemu.testbed.bmv2 import free_tcp_port
 
-pytestmark = needs_mininet("iperf3", "tcpdump")
+pytestmark = environment(mininet("iperf3", "tcpdump"))
 
 LINK = {"rate": "2Mbit", "delay": "20ms", "queue": 100,
         "red": {"min": 5, "max": 40, "max_p": 0.2, "weight": 0.02, "ecn": True}}

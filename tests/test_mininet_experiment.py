@@ -8,13 +8,13 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import needs_mininet
+from conftest import environment, mininet
 from linkemu import cli
 from linkemu.experiments.apps import page_objects
 from linkemu.experiments.experiment import load_experiment
 
 ROOT = Path(__file__).resolve().parent.parent
-pytestmark = needs_mininet("tcpdump")
+pytestmark = environment(mininet("tcpdump"))
 
 # Link errors only: a queue that never fills, no ARQ, errors on the downlink.
 LOSSY = {"name": "lossy-1mbit", "mtu": 1500,

@@ -13,13 +13,13 @@ from pathlib import Path
 
 import pytest
 
-from conftest import needs_mininet
+from conftest import environment, mininet
 from linkemu.testbed.bmv2 import free_tcp_port
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
-pytestmark = needs_mininet("ping")
+pytestmark = environment(mininet("ping"))
 
 
 def launch(script, tmp_path, grpc_port):

@@ -7,7 +7,7 @@ import csv
 import json
 import time
 
-from conftest import needs_mininet
+from conftest import environment, mininet
 from linkemu_base import MAX_LATE_S, P90_LATE_S
 from linkemu.drivers.event_log import check_timing, outcomes, read_events
 from linkemu.model.profile import parse_profile
@@ -15,7 +15,7 @@ from linkemu.switch import dataplane
 from linkemu.switch.p4runtime import Switch
 from linkemu.testbed.bmv2 import free_tcp_port
 
-pytestmark = needs_mininet("iperf3")
+pytestmark = environment(mininet("iperf3"))
 
 PROFILE = {"downlink": {"rate": "10Mbit", "delay": "20ms", "queue": 200, "rate_changes": [
                {"at": "1s", "rate": "2Mbit"}, {"at": "2s", "outage": "500ms"},

@@ -7,14 +7,14 @@ from pathlib import Path
 
 import pytest
 
-from conftest import needs_mininet
+from conftest import environment, mininet
 from linkemu.model.profile import load_profile
 from linkemu.testbed.bmv2 import free_tcp_port
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
-pytestmark = needs_mininet("iperf3", "ping")
+pytestmark = environment(mininet("iperf3", "ping"))
 
 
 @pytest.fixture(scope="module")

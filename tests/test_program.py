@@ -1,23 +1,22 @@
-"""The compiled program, as BMv2 loads it."""
+"""The compiled program, as BMv2 loads it and as the controller writes to it."""
 
 import json
 import sys
 from collections import Counter
-from pathlib import Path
 
-import pytest
-
+from conftest import BUILD, ROOT, compiled_program, environment
+from linkemu.model.profile import load_profile, parse_profile
 from linkemu.switch import dataplane
 from linkemu.switch.p4runtime import P4Info
 
-ROOT = Path(__file__).resolve().parent.parent
-BUILD = ROOT / "build"
 BMV2_JSON = BUILD / "linkemu.json"
+P4INFO = BUILD / "linkemu.p4info.txtpb"
 sys.path.insert(0, str(ROOT / "util"))
 from gen_p4_constants import OUTPUT, render  # noqa: E402
 
+pytestmark = environment(compiled_program)
 
-@pytest.mark.skipif(not BMV2_JSON.exists(), reason="build/linkemu.json is missing (needs p4c)")
+
 def test_each_digest_is_one_learn_list():
     # p4c makes a learn list of every digest call. P4Runtime configures only
     # one list of a name; another keeps BMv2's defaults (16 samples or 1 s),
@@ -27,19 +26,36 @@ def test_each_digest_is_one_learn_list():
     assert names == {"event_digest_t": 1}
 
 
-@pytest.mark.skipif(not BMV2_JSON.exists(), reason="build/linkemu.json is missing (needs p4c)")
 def test_the_generated_constants_are_what_this_build_gives():
     # Names, header sizes and constants the controller takes from the program:
     # a change to p4src needs 'make constants' and the file committed with it.
-    generated = render(P4Info.from_file(BUILD / "linkemu.p4info.txtpb"),
+    generated = render(P4Info.from_file(P4INFO),
                        json.loads(BMV2_JSON.read_text()))
     assert OUTPUT.read_text() == generated, "run 'make constants'"
 
 
-@pytest.mark.skipif(not BMV2_JSON.exists(), reason="build/linkemu.json is missing (needs p4c)")
 def test_the_controller_takes_off_as_many_bytes_as_a_held_packet_carries():
     program = json.loads(BMV2_JSON.read_text())
     sizes = {c["name"].rsplit(".", 1)[-1]: c["size"] for c in program["counter_arrays"]}
     for name in dataplane.HELD_CELLS + dataplane.HELD_ONLY:
         cells = 4 if name in dataplane.QUEUE_COUNTERS else 2
         assert sizes[name] == (2 * cells if name in dataplane.HELD_CELLS else cells), name
+
+
+def profile(**downlink):
+    return parse_profile({"downlink": downlink, "uplink": {}})
+
+
+def test_the_programs_widths_refuse_what_push_could_not_write():
+    info = P4Info.from_file(P4INFO)
+    for path in sorted((ROOT / "profiles").glob("*.yaml")):
+        assert dataplane.entry_problems(load_profile(path), info) == [], path
+    for bad, field in [
+            (profile(queue_bytes="5000MB"), "queue_bytes_limit"),
+            (profile(arq={"delay": "400000000s", "max_retransmissions": 1}), "retx_delay_us"),
+            (profile(delay_spikes={"probability": 0.1, "length": "400000000s"}), "length_us"),
+            (profile(jitter={"distribution": "uniform", "jitter": "400000000s"}), "stall_us"),
+            (profile(rate="1kbit", priority={"match": [{"protocol": "udp"}], "share": 1e-9}),
+             "share_cost_q")]:
+        problems = dataplane.entry_problems(bad, info)
+        assert any(f" {field}: " in p and "does not fit in" in p for p in problems), problems

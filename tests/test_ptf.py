@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 import harness as ptf_harness
+from conftest import environment
 
 PTF_DIR = Path(__file__).resolve().parent.parent / "ptf_tests"
 
@@ -69,13 +70,11 @@ def run_twice(run, names):
 
 @pytest.fixture(scope="session")
 def ptf_results(tmp_path_factory):
-    reason = ptf_harness.preconditions()
-    if reason:
-        pytest.skip(f"PTF tests need BMv2: {reason}")
     return run_twice(lambda tests: run_ptf(tmp_path_factory.mktemp("ptf-xunit"), tests),
                      ptf_test_names())
 
 
+@environment(ptf_harness.preconditions)
 @pytest.mark.parametrize("name", ptf_test_names())
 def test_ptf(name, ptf_results):
     problem, first = ptf_results[name]

@@ -9,6 +9,7 @@ import sys
 import threading
 import time
 from contextlib import contextmanager
+from pathlib import Path
 
 import pytest
 
@@ -29,11 +30,11 @@ def run_app(*args, timeout=10):
                           timeout=timeout)
 
 
-def wait_until(ready, process):
+def wait_until(ready, process, failure="server did not start"):
     deadline = time.monotonic() + 5
     while not ready():
         assert process.poll() is None, process.stderr.read()
-        assert time.monotonic() < deadline, "server did not start"
+        assert time.monotonic() < deadline, failure
         time.sleep(0.02)
 
 
@@ -55,6 +56,21 @@ def udp_bound(port):
                 return False
             except OSError:
                 return True
+    return ready
+
+
+def udp_read(port, process):
+    """Whether `process` has read everything sent to its loopback UDP `port`:
+    the socket's receive queue (/proc/net/udp) is empty and the process is
+    asleep again, in its next recv rather than between a recv and its record."""
+    def ready():
+        for line in Path("/proc/net/udp").read_text().splitlines()[1:]:
+            fields = line.split()
+            if fields[1] == f"0100007F:{port:04X}":
+                queued = int(fields[4].split(":")[1], 16)
+                state = Path(f"/proc/{process.pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+                return queued == 0 and state == "S"
+        return False
     return ready
 
 
@@ -397,10 +413,10 @@ def test_udp_sink_writes_its_record_on_sigterm(tmp_path):
     port = free_port(socket.SOCK_DGRAM)
     out = tmp_path / "sink.json"
     with server("udp-sink", "--bind", LOOPBACK, "--port", port, "--out", out,
-                ready=udp_bound(port)):
+                ready=udp_bound(port)) as sink:
         with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sender:
             sender.sendto(bytes(50), (LOOPBACK, port))
-        time.sleep(0.2)  # lets the sink read it before SIGTERM
+        wait_until(udp_read(port, sink), sink, "the sink did not read the datagram")
     record = json.loads(out.read_text())
     assert (record["received"], record["bytes"], record["packets"][0][0]) == (1, 50, 0)
 

@@ -45,20 +45,6 @@ class Duration:
         span = math.expm1(-(self.max_us - self.min_us) / self.mean_us)
         return round(self.min_us - self.mean_us * math.log1p(rng.random() * span))
 
-    def cdf(self, us):
-        """P(duration <= us), for goodness-of-fit checks."""
-        if self.distribution == "static":
-            return float(us >= self.value_us)
-        low, high = self.min_us, self.max_us
-        if us <= low:
-            return 0.0
-        if us >= high:
-            return 1.0
-        if self.distribution == "uniform":
-            return (us - low) / (high - low)
-        return (math.expm1(-(us - low) / self.mean_us)
-                / math.expm1(-(high - low) / self.mean_us))
-
 
 @dataclass(frozen=True)
 class LinkState:

@@ -7,7 +7,6 @@ Mininet host (its own network namespace) in 10.0.0.0/8, with checksum
 offload off and the profile's MTU.
 """
 
-import fcntl
 import os
 import shlex
 import signal
@@ -29,6 +28,7 @@ from ..switch import dataplane
 from ..switch.dataplane import Port, PortLayout
 from ..switch.p4runtime import Switch
 from . import leftovers
+from .network_lock import only_network
 from .p4switch import LinkemuSwitch
 from .veth import host_interface_commands
 
@@ -68,33 +68,6 @@ def port_layout(net, fixed):
     hosts = sorted(net.hosts, key=lambda h: int(h.name[1:]))
     return PortLayout(fixed=tuple(port(h) for h in hosts[:fixed]),
                       mobile=tuple(port(h) for h in hosts[fixed:]))
-
-
-# One network at a time: Mininet names its hosts, switch and links the same
-# in every network (h1, s1-eth1, ...), so a second would take the first's
-# names and, stopping, remove its links.
-LOCK_PATH = Path("/run/lock/linkemu-network.lock")
-
-
-@contextmanager
-def only_network():
-    """Holds the machine's one linkemu network; refuses if another holds it."""
-    LOCK_PATH.parent.mkdir(parents=True, exist_ok=True)
-    with open(LOCK_PATH, "a+") as lock:
-        try:
-            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            lock.seek(0)
-            holder = lock.read().strip() or "another process"
-            raise RuntimeError(f"a linkemu network is already up ({holder}): one runs at a "
-                               f"time; stop it first (its lock: {LOCK_PATH})") from None
-        lock.truncate(0)
-        lock.write(f"pid {os.getpid()}\n")
-        lock.flush()
-        try:
-            yield
-        finally:
-            lock.truncate(0)
 
 
 class SwitchDied(RuntimeError):
