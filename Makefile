@@ -7,7 +7,8 @@ P4_SRCS := $(shell find p4src -name '*.p4')
 PROFILE ?= profiles/ethernet.yaml
 FIXED   ?= 1
 MOBILE  ?= 1
-DEBIAN_PACKAGES := python3-venv mininet iperf3 tcpdump ethtool iproute2 iputils-ping nftables
+DEBIAN_PACKAGES := python3-venv mininet iperf3 tcpdump ethtool iproute2 iputils-ping nftables \
+                   clang llvm libbpf-dev bpftool
 P4_TOOLS := tools/install-p4-tools.sh
 
 .PHONY: all setup p4-tools check-tools build constants run experiment ptf test unit bench bench-tcp soak clean
@@ -43,7 +44,12 @@ BASELINES := $(BUILD)/forward.json $(BUILD)/hold.json $(BUILD)/shape.json \
              $(BUILD)/lanes.json $(BUILD)/lanes_in_order.json $(BUILD)/minimal_link.json \
              $(BUILD)/plain_arrival.json
 
-build: $(BUILD)/linkemu.json $(BASELINES)
+# The hosts' congestion controls in BPF (linkemu.testbed.bpf_cc), compiled
+# against the running kernel's types (its BTF); `build` makes them where
+# clang is installed.
+BPF_OBJS := $(patsubst bpf/%.bpf.c,$(BUILD)/%.bpf.o,$(wildcard bpf/*.bpf.c))
+
+build: $(BUILD)/linkemu.json $(BASELINES) $(if $(shell command -v clang),$(BPF_OBJS))
 
 $(BUILD)/linkemu.json: $(P4_SRCS)
 	@command -v p4c >/dev/null || { $(MAKE) --no-print-directory check-tools; exit 1; }
@@ -59,6 +65,15 @@ $(BASELINES): $(BUILD)/%.json: bench/%.p4
 $(BUILD)/hold.json $(BUILD)/shape.json: bench/hold_loop.p4
 $(BUILD)/lanes_in_order.json: bench/lanes.p4
 $(BUILD)/plain_arrival.json: $(filter-out $(P4_MAIN),$(P4_SRCS))
+
+# The BPF programs' view of the kernel's types (from its BTF).
+$(BUILD)/vmlinux.h:
+	@mkdir -p $(BUILD)
+	bpftool btf dump file /sys/kernel/btf/vmlinux format c > $@.partial
+	mv $@.partial $@
+
+$(BUILD)/%.bpf.o: bpf/%.bpf.c $(BUILD)/vmlinux.h
+	clang -O2 -g -target bpf -I$(BUILD) -c $< -o $@
 
 # The program's names and constants for the control plane; commit the file
 # with the P4 change (tests/test_program.py checks it against the build).

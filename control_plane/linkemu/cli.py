@@ -10,13 +10,14 @@ from pathlib import Path
 from .drivers.queue_monitor import QueueMonitor
 from .drivers.state_driver import RateDriver, StateDriver, default_record_path
 from .experiments.experiment import ExperimentError, load_experiment
+from .experiments.tcp_config import bpf_controls
 from .model.fields import shown
 from .model.link_states import TimelineError, read_timeline, walk, write_timeline
 from .model.profile import ProfileError, load_profile
 from .switch import dataplane
 from .switch.dataplane import Port, PortLayout
 from .switch.p4runtime import P4Info, P4RuntimeError, Switch
-from .testbed import leftovers
+from .testbed import bpf_cc, leftovers
 from .testbed.bmv2 import GET_TOOLS, SWITCH_TOOLS, missing_tools
 
 
@@ -211,6 +212,11 @@ def _experiment_check(args):
               f"({len(experiment.cells())} cells x {experiment.replications} replications)")
         for e in experiment.expectations:
             print(f"  expect {e.describe()}" + (f" ({e.source})" if e.source else ""))
+        for control, names in bpf_controls(experiment.tcp).items():
+            problem = bpf_cc.missing(control)
+            if problem:
+                print(f"  tcp config {', '.join(names)}: {control} cannot be registered on "
+                      f"this machine: {problem}")
     return _check_each(args.files, load, show)
 
 

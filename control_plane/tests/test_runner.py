@@ -8,6 +8,7 @@ import pytest
 
 from linkemu.experiments import apps, runner
 from linkemu.experiments.experiment import Flow
+from linkemu.experiments.tcp_config import HostTcp
 from linkemu.switch import dataplane
 
 
@@ -39,8 +40,9 @@ def test_http_client_is_given_the_flows_page_settings(tmp_path):
 
 def test_a_dead_switch_fails_its_run_and_the_batch_goes_on_with_a_new_one(monkeypatch,
                                                                             tmp_path):
-    runs = [SimpleNamespace(profile="p", run_id=f"r{i}") for i in range(4)]
-    experiment = SimpleNamespace(runs=lambda: runs, profiles={"p": None}, fixed=1, mobile=1)
+    runs = [SimpleNamespace(profile="p", run_id=f"r{i}", tcp="t") for i in range(4)]
+    experiment = SimpleNamespace(runs=lambda: runs, profiles={"p": None}, fixed=1, mobile=1,
+                                 tcp={"t": {"h1": HostTcp()}})
     networks, done, failed = [], [], []
 
     @contextmanager
@@ -72,3 +74,42 @@ def test_a_dead_switch_fails_its_run_and_the_batch_goes_on_with_a_new_one(monkey
     assert failed == [("r1", "the switch exited with code -9")]
     assert done == ["r0", "r2", "r3"]
     assert len(networks) == 2   # a new switch for the runs after the dead one
+
+
+def test_each_network_has_the_bpf_congestion_controls_of_the_pending_runs(monkeypatch,
+                                                                          tmp_path):
+    classic, kernel = HostTcp(congestion_control="reno_classic"), HostTcp(congestion_control="reno")
+    runs = [SimpleNamespace(profile=p, run_id=f"{p}-{t}", tcp=t)
+            for p in ("p", "q") for t in ("classic", "kernel")]
+    experiment = SimpleNamespace(runs=lambda: runs, profiles={"p": "P", "q": "Q"}, fixed=1,
+                                 mobile=1, tcp={"classic": {"h1": kernel, "h2": classic},
+                                                "kernel": {"h1": kernel, "h2": kernel}})
+    events = []
+
+    @contextmanager
+    def registered(users):
+        events.append(("registered", users))
+        yield {}
+
+    @contextmanager
+    def network(profile, *args, **kwargs):
+        events.append(("network", profile))
+        yield SimpleNamespace(staticArp=lambda: None)
+
+    monkeypatch.setattr(runner.bpf_cc, "registered", registered)
+    monkeypatch.setattr(runner, "emulated_link", network)
+    monkeypatch.setattr(runner, "Switch", lambda address, **options: nullcontext())
+    monkeypatch.setattr(runner, "RunOnce", lambda experiment, run, *args: SimpleNamespace(
+        run=run, execute=lambda: True))
+    for name in ("prepare", "write_summary"):
+        monkeypatch.setattr(runner.results, name, lambda *args: None)
+    monkeypatch.setattr(runner.results, "count", lambda out, runs: (len(runs), 0))
+    monkeypatch.setattr(runner.results, "is_complete", lambda out, run: False)
+    runner.run_batch(experiment, tmp_path, "")
+    needed = ("registered", {"reno_classic": "tcp config classic"})
+    assert events == [needed, ("network", "P"), needed, ("network", "Q")]
+    # A batch whose runs left name only the kernel's controls registers none.
+    monkeypatch.setattr(runner.results, "is_complete", lambda out, run: run.tcp == "classic")
+    events.clear()
+    runner.run_batch(experiment, tmp_path, "")
+    assert events == [("registered", {}), ("network", "P"), ("registered", {}), ("network", "Q")]

@@ -2,7 +2,10 @@ import re
 
 import pytest
 
-from linkemu.experiments.tcp_config import HostTcp, TcpConfigError, apply, read_back, verify
+from linkemu.experiments.tcp_config import (HostTcp, TcpConfigError, apply, bpf_controls,
+                                            parse_host_tcp, read_back, verify)
+from linkemu.model.fields import Section
+from linkemu.testbed import bpf_cc
 
 
 class FakeHost:
@@ -109,3 +112,41 @@ def test_quickack_the_route_did_not_take_is_named():
     apply(config, "h1-eth0", "10.0.0.1", host.run)
     with pytest.raises(TcpConfigError, match="quickack: wanted 1, host holds 0"):
         verify(config, "h1-eth0", host.run)
+
+
+def parsed(settings):
+    """(HostTcp, problems) of one configuration as a file gives it."""
+    problems = []
+    return parse_host_tcp(Section(settings, "tcp.x", problems)), problems
+
+
+def test_a_congestion_control_is_linux_s_or_linkemu_s_own():
+    for name in ("reno", "cubic", "bbr", "reno_classic"):
+        assert parsed({"congestion_control": name}) == (HostTcp(congestion_control=name), [])
+    known = ("Linux's: bbr, bic, cdg, cubic, dctcp, highspeed, htcp, hybla, illinois, lp, nv, "
+             "reno, scalable, vegas, veno, westwood, yeah; linkemu's own, in BPF: reno_classic")
+    for wrong, shown in (("renoclassic", "'renoclassic'"), ("Reno", "'Reno'"), (3, "3")):
+        assert parsed({"congestion_control": wrong}) == (HostTcp(), [
+            f"tcp.x.congestion_control: {shown}: unknown congestion control; {known}"])
+
+
+def test_the_configurations_naming_a_bpf_control_are_found():
+    classic, kernel = HostTcp(congestion_control="reno_classic"), HostTcp(congestion_control="reno")
+    configs = {"kernel": {"h1": kernel, "h2": kernel}, "mixed": {"h1": kernel, "h2": classic},
+               "classic": {"h1": classic, "h2": classic}, "default": {"h1": HostTcp()}}
+    assert bpf_controls(configs) == {"reno_classic": ["classic", "mixed"]}
+    assert bpf_controls({"kernel": configs["kernel"]}) == {}
+
+
+def test_a_bpf_control_that_cannot_be_registered_names_its_configuration_and_the_cause(
+        monkeypatch, tmp_path):
+    monkeypatch.setattr(bpf_cc, "BUILD", tmp_path)
+    with pytest.raises(bpf_cc.BpfCcError, match=r"^tcp config classic names congestion control "
+                       r"reno_classic, which cannot be registered: build/reno_classic.bpf.o is "
+                       r"missing: run 'make build' \(it needs clang and bpftool"):
+        with bpf_cc.registered({"reno_classic": "tcp config classic"}):
+            pass
+    monkeypatch.setattr(bpf_cc, "KERNEL_BTF", tmp_path / "no-btf")
+    (tmp_path / "reno_classic.bpf.o").touch()
+    assert bpf_cc.missing("reno_classic") == (f"the kernel has no BTF ({tmp_path}/no-btf), "
+                                              "which struct_ops needs")

@@ -23,6 +23,7 @@ from ..drivers.queue_monitor import QueueMonitor
 from ..model.link_states import walk
 from ..switch import dataplane
 from ..switch.p4runtime import Switch
+from ..testbed import bpf_cc
 from ..testbed.bmv2 import free_tcp_port
 from ..testbed.capture import Capture
 from ..testbed.emunet import SwitchDied, emulated_link, link_drivers
@@ -77,6 +78,12 @@ def run_batch(experiment, out_dir, source_text):
     progress = Progress(len(runs), len(runs) - len(pending))
     if not pending:
         print(f"{out_dir}: all {len(runs)} runs are done", file=sys.stderr)
+    # linkemu's own congestion controls that pending runs name, registered
+    # while a network is up (and this process lives).
+    users = tcp_config.bpf_controls({name: experiment.tcp[name] for name in
+                                     {r.tcp for r in pending}})
+    controls = {control: f"tcp config {', '.join(names)}"
+                for control, names in users.items()}
     for profile_name, group in groupby(pending, key=lambda r: r.profile):
         profile = experiment.profiles[profile_name]
         left = list(group)
@@ -84,8 +91,9 @@ def run_batch(experiment, out_dir, source_text):
             once = None
             try:
                 grpc_port = free_tcp_port()
-                with emulated_link(profile, experiment.fixed, experiment.mobile, grpc_port,
-                                   drive=False) as net:
+                with (bpf_cc.registered(controls),
+                      emulated_link(profile, experiment.fixed, experiment.mobile, grpc_port,
+                                    drive=False) as net):
                     net.staticArp()  # no ARP exchange over the slow link inside a run
                     # Reads only: each run's drivers stay primary, and get its digests.
                     with Switch(f"127.0.0.1:{grpc_port}", primary=False) as switch:

@@ -11,6 +11,7 @@ import re
 from dataclasses import dataclass, fields, replace
 
 from ..model.fields import boolean, int_in
+from ..testbed import bpf_cc
 
 SUBNET = "10.0.0.0/8"
 _ON_OFF = {True: "1", False: "0"}
@@ -37,6 +38,10 @@ ROUTE_OPTIONS = {
 # What a route holds for an option `ip route show` does not print: the kernel
 # reports no metric that is 0, so `quickack 0` shows as nothing.
 ROUTE_UNSHOWN = {"quickack": "0"}
+# Linux's congestion controls (net/ipv4/tcp_*.c; a kernel offers those it
+# was built with); linkemu's own, in BPF, are bpf_cc.CONTROLS.
+KERNEL_CC = ("bbr", "bic", "cdg", "cubic", "dctcp", "highspeed", "htcp", "hybla", "illinois",
+             "lp", "nv", "reno", "scalable", "vegas", "veno", "westwood", "yeah")
 AVAILABLE_CC = "/proc/sys/net/ipv4/tcp_available_congestion_control"
 ALLOWED_CC = "/proc/sys/net/ipv4/tcp_allowed_congestion_control"
 
@@ -71,9 +76,20 @@ class HostTcp:
 
 
 def _congestion_control(value):
-    if not isinstance(value, str) or not re.fullmatch(r"[a-z0-9_]+", value):
-        raise ValueError("expected a congestion control name, e.g. cubic, reno, bbr")
+    if value not in KERNEL_CC + bpf_cc.CONTROLS:
+        raise ValueError(f"unknown congestion control; Linux's: {', '.join(KERNEL_CC)}; "
+                         f"linkemu's own, in BPF: {', '.join(bpf_cc.CONTROLS)}")
     return value
+
+
+def bpf_controls(configs):
+    """{linkemu's BPF congestion control: the names of the configurations
+    naming it, sorted} of `configs` ({name: {host: HostTcp}})."""
+    users = {}
+    for name, hosts in sorted(configs.items()):
+        for control in {c.congestion_control for c in hosts.values()} & set(bpf_cc.CONTROLS):
+            users.setdefault(control, []).append(name)
+    return users
 
 
 CONVERTERS = {
