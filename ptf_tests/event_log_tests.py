@@ -65,11 +65,13 @@ class EventLogTest(LinkemuTest):
         # (a stale timestamp, another unit) is off by a hold or far more,
         # for most frames; the benchmark measures the agreement.
         self.assertLess(np.median(abs(spacing)), 0.0005)
-        self.assertLess(np.quantile(abs(spacing), 0.99), 0.010)
+        self.assert_in_time(np.quantile(abs(spacing), 0.99) * 1e3, 10,
+                            "p99 ms of arrival spacing, log - capture")
         # The capture adds the veths and the switch's egress to the log's
         # time through; the log never claims a frame left after it arrived.
         self.assertLess(np.median(abs(through)), 0.001)
-        self.assertLess(np.quantile(abs(through), 0.99), 0.010)
+        self.assert_in_time(np.quantile(abs(through), 0.99) * 1e3, 10,
+                            "p99 ms of time through, log - capture")
         self.assertLess(through.max(), 0.0005)
         timing = check_timing(events)
         print(f"release error: {timing.as_dict()}")

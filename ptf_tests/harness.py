@@ -53,7 +53,8 @@ def main(argv=None):
     with veth_testbed(layout(), profile(**IDEAL), BUILD / "linkemu.p4info.txtpb",
                       BUILD / "linkemu.json") as (switch, peers):
         command = [str(PTF), "--test-dir", str(HERE), "--qlen", "100000",
-                   "--test-params", f"grpc='{switch.grpc_address}'",
+                   "--test-params",
+                   f"grpc='{switch.grpc_address}';thrift={switch.thrift_port}",
                    "--disable-ipv6", "--log-file", str(BUILD / "ptf.log")]
         for port, peer in peers.items():
             command += ["--interface", f"{port}@{peer}"]

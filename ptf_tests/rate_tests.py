@@ -92,9 +92,9 @@ class TraceTest(RateTest):
               f"- as traced: {as_traced}; writes: {driver.latency_summary()}; "
               f"by each instant, behind the rates {lag_ms:g} ms before: "
               f"{[round(e, 1) for e in behind]}, ahead: {[round(e, 1) for e in ahead]}")
-        self.assertLessEqual(max(behind), 3, behind)
+        self.assert_in_time(max(behind), 3, f"frames behind the rates by an instant {behind}")
         self.assertLessEqual(max(ahead), 3, ahead)
-        self.assertLess(driver.latency_summary()["p50_ms"], 5)
+        self.assert_in_time(driver.latency_summary()["p50_ms"], 5, "p50 ms of the writes")
         self.assertEqual(sorted(map(frame_seq, (f.data for f in received))),
                          [frame_seq(f.data) for f in received], "frames left their order")
 
@@ -145,7 +145,7 @@ class OutageTest(RateTest):
         # 1-3 ms, more on a busy host; a wrong mechanism waits for the next
         # write or a frame's time).
         first = held[0] - (outage[1] + delay_ms + 3.944)
-        self.assertLess(first, MAX_LATE_S * 1e3, "the queue drained late")
+        self.assert_in_time(first, MAX_LATE_S * 1e3, "ms the queue drained after the outage")
         self.assertEqual([frame_seq(f.data) for f in received],
                          sorted(frame_seq(f.data) for f in received))
         print(f"first held frame {first:.2f} ms later than at once after the outage, "

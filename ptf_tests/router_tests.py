@@ -3,13 +3,14 @@
 import math
 import time
 
+import numpy as np
 from scapy.layers.inet import IP
 from scapy.layers.l2 import Ether
 
 from linkemu.drivers import queue_monitor
 from linkemu.switch import dataplane
-from linkemu_base import (FIXED_PORT, MOBILE_PORTS, LinkemuTest, frame_seq, profile, seqs,
-                          udp_frame)
+from linkemu_base import (ETH_HEADER, FIXED_PORT, MOBILE_PORTS, LinkemuTest, frame_seq, profile,
+                          seqs, udp_frame)
 
 MOBILE = MOBILE_PORTS[0]
 Z9999 = 3.89  # two-sided 99.99 % normal quantile
@@ -95,33 +96,130 @@ def ecn_frame(seq, ecn, length=1000):
     return Ether(bytes(frame))  # checksum computed with the ECN bits
 
 
+def red_averages(red, waiting):
+    """RED's average (Q.16) at each arrival of a burst that found `waiting`
+    packets queued, in the data plane's arithmetic (red.p4). The queue was
+    idle long before the burst: an arrival to an empty queue finds the
+    average decayed to 0."""
+    weight = round(red.weight * 2**24)
+    avg, averages = 0, []
+    for q in waiting:
+        q16 = q << 16
+        if q == 0:
+            avg = 0
+        elif q16 >= avg:
+            avg += (q16 - avg) * weight >> 24
+        else:
+            avg -= (avg - q16) * weight >> 24
+        averages.append(avg)
+    return averages
+
+
+def signal_law(red, averages):
+    """[P(k signals)] among arrivals at `averages` that follow a signal, as
+    red.p4 draws them: an arrival on the curve adds 1 to the count and is
+    signalled when count x p_b (Q.16) reaches R, uniform on 0..65535 and
+    drawn anew at each signal; one below the curve sets the count to 0.
+    Between signals R is only known to exceed every count x p_b so far (M)."""
+    curve = dataplane.red_curve(red)
+    states = {(0, 0, -1): 1.0}   # (signals, count, M) -> probability
+    for avg in averages:
+        p_b = next((p for low, high, p in curve if low <= avg <= high), 0.0)
+        if p_b is None:
+            raise ValueError("an average above the curve: dropped, whatever R is")
+        p_b = max(1, round(p_b * 65536)) if p_b else 0
+        after = {}
+        for (k, count, most), chance in states.items():
+            if not p_b:
+                moves = [((k, 0, most), 1.0)]
+            elif (count + 1) * p_b <= most:
+                moves = [((k, count + 1, most), 1.0)]
+            else:
+                reach = min((count + 1) * p_b, 65535)
+                signal = (reach - most) / (65535 - most)
+                moves = [((k + 1, 0, -1), signal), ((k, count + 1, reach), 1 - signal)]
+            for state, p in moves:
+                if p > 0:   # (R cannot exceed 65535)
+                    after[state] = after.get(state, 0.0) + chance * p
+        states = after
+    law = [0.0] * (len(averages) + 1)
+    for (k, _, _), chance in states.items():
+        law[k] += chance
+    return law
+
+
+def central_interval(law, mass):
+    """The least and most k outside the tails of (1 - mass) / 2 each."""
+    tail = (1 - mass) / 2
+    cumulative = np.cumsum(law)
+    return int(np.searchsorted(cumulative, tail, side="right")), \
+        int(np.searchsorted(cumulative, 1 - tail, side="left"))
+
+
 class EcnTest(LinkemuTest):
     """RED marks ECN-capable packets CE (with a valid IPv4 checksum) instead
-    of dropping them, and drops packets that are not ECN-capable."""
+    of dropping them, and drops packets that are not ECN-capable, as often
+    as classic RED's law says at the queue the burst built."""
 
     LINK = {"rate": "1Mbit", "queue": 100,
             "red": {"min": 3, "max": 80, "max_p": 1.0, "weight": 0.9, "ecn": True}}
+    BURST = 60
+    # How much later than captured a frame may be taken in or leave the
+    # queue (BMv2's intake and the hold loop): the queue each arrival found
+    # is known within this.
+    QUEUE_LAG_S = 0.005
 
     def burst(self, ecn, first_seq):
-        frames = [bytes(ecn_frame(first_seq + i, ecn)) for i in range(60)]
+        frames = [bytes(ecn_frame(first_seq + i, ecn)) for i in range(self.BURST)]
 
         def send():
             for frame in frames:
                 self.dataplane.send(0, FIXED_PORT, frame)
 
-        return self.timed(FIXED_PORT, MOBILE, send, wait=60 * 0.008 + 1)
+        return self.timed(FIXED_PORT, MOBILE, send, wait=self.BURST * 0.008 + 1)
+
+    def assert_signals_follow_red(self, sent, signalled, accepted):
+        """The signals after the first (its place depends on the R an
+        earlier burst or test left) are within the 99.99 % interval of
+        signal_law, at the queue lengths the captures give, with the
+        arrivals shifted by up to QUEUE_LAG_S either way."""
+        link = profile(downlink=self.LINK).downlink
+        order = [frame_seq(f.data) for f in sent]
+        tx = (len(sent[0].data) - ETH_HEADER + link.overhead_bytes) * 8 / link.rate_bps
+        # The link model's start on the link of each frame that waited.
+        starts, free = {}, 0.0
+        for frame in sent:
+            seq = frame_seq(frame.data)
+            if seq in accepted:
+                if frame.ts < free:
+                    starts[seq] = free
+                free = max(frame.ts, free) + tx
+        first = next((i for i, seq in enumerate(order) if seq in signalled), None)
+        self.assertIsNotNone(first, "RED signalled none of the burst")
+        observed = len(signalled) - 1
+        bounds = []
+        for shift in (-self.QUEUE_LAG_S, 0, self.QUEUE_LAG_S):
+            waiting = [sum(1 for ahead in order[:i] if starts.get(ahead, 0) + shift > frame.ts)
+                       for i, frame in enumerate(sent)]
+            averages = red_averages(link.red, waiting)
+            law = signal_law(link.red, averages[first + 1:])
+            bounds.append(central_interval(law, 0.9999))
+        low, high = min(b[0] for b in bounds), max(b[1] for b in bounds)
+        print(f"signals after the first: {observed}, expected {low}-{high}")
+        self.assertTrue(low <= observed <= high,
+                        f"{observed} signals after the first, expected {low}-{high}")
 
     def runTest(self):
         self.push({"downlink": self.LINK})
         for ecn in (1, 2):  # ECT(1), ECT(0)
             before = self.counters()
-            _, received = self.burst(ecn, first_seq=0)
-            self.assertEqual(len(received), 60)
+            sent, received = self.burst(ecn, first_seq=0)
+            self.assertEqual(len(received), self.BURST)
             marked = [f for f in received if f.data[15] & 3 == 3]
-            self.assertGreater(len(marked), 10)
             self.assertEqual(len(marked), self.counter_delta(before, "ecn_marks", "downlink"))
             self.assertEqual(self.counter_delta(before, "drop_aqm", "downlink"), 0)
             self.assertEqual(self.counter_delta(before, "drop_aqm_ect", "downlink"), 0)
+            self.assert_signals_follow_red(sent, set(seqs(marked)), set(seqs(received)))
             for frame in marked:
                 ip = Ether(frame.data)[IP]
                 checksum = ip.chksum
@@ -130,14 +228,18 @@ class EcnTest(LinkemuTest):
             self.drain()
 
         before = self.counters()
-        _, received = self.burst(0, first_seq=100)
+        sent, received = self.burst(0, first_seq=100)
         dropped = self.counter_delta(before, "drop_aqm", "downlink")
-        self.assertGreater(dropped, 10)
-        self.assertEqual(len(received), 60 - dropped)
+        self.assertEqual(len(received), self.BURST - dropped)
         self.assertTrue(all(f.data[15] & 3 == 0 for f in received))
         self.assertEqual(self.counter_delta(before, "ecn_marks", "downlink"), 0)
         self.assertEqual(self.counter_delta(before, "drop_aqm_ect", "downlink"), 0)
         self.assertEqual(sorted(frame_seq(f.data) for f in received), seqs(received))
+        # A drop leaves the queue shorter: the law is the one given the
+        # queue the burst did build.
+        delivered = set(seqs(received))
+        self.assert_signals_follow_red(
+            sent, {frame_seq(f.data) for f in sent} - delivered, delivered)
 
 
 class QueueMonitorTest(LinkemuTest):
