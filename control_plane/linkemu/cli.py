@@ -1,6 +1,7 @@
 """linkemu: configure and observe the emulated link on a running switch."""
 
 import argparse
+import importlib
 import itertools
 import json
 import os
@@ -9,6 +10,7 @@ from pathlib import Path
 
 from .drivers.queue_monitor import QueueMonitor
 from .drivers.state_driver import RateDriver, StateDriver, default_record_path
+from .experiments import shards, slurm
 from .experiments.experiment import ExperimentError, load_experiment
 from .experiments.tcp_config import bpf_controls
 from .model.fields import shown
@@ -220,18 +222,26 @@ def _experiment_check(args):
     return _check_each(args.files, load, show)
 
 
+def _analysis(module):
+    """linkemu.experiments.`module`, which needs linkemu's analysis extra."""
+    try:
+        return importlib.import_module(f".experiments.{module}", __package__)
+    except ImportError as err:
+        raise OSError(f"{err.name} is missing: experiments need linkemu's analysis extra "
+                      "(pip install -e 'control_plane[analysis]', or 'make setup')") from None
+
+
+def _results_folder(args, experiment):
+    return Path(args.out or Path("results") / (experiment.name + ("-short" if args.short else "")))
+
+
 def _experiment_run(args):
     # Mininet, the runner and the analysis are imported only here: the rest of
     # the CLI works on any machine with a switch, without the analysis extra.
     from mininet.log import setLogLevel
 
     from .testbed.emunet import BUILD
-    try:
-        from .experiments.results import against_study, cell_statistics
-        from .experiments.runner import run_batch
-    except ImportError as err:
-        raise OSError(f"{err.name} is missing: experiments need linkemu's analysis extra "
-                      "(pip install -e 'control_plane[analysis]', or 'make setup')") from None
+    runner = _analysis("runner")
 
     experiment = load_experiment(args.file, short=args.short)
     apps = {f.app for flows in experiment.workloads.values() for f in flows}
@@ -247,23 +257,78 @@ def _experiment_run(args):
         raise ExperimentError(args.file, problems)
     if os.geteuid() != 0:
         raise OSError("experiments run in Mininet, which needs root")
-    out = Path(args.out or Path("results") / (experiment.name + ("-short" if args.short else "")))
+    out = _results_folder(args, experiment)
+    if args.shard:
+        if not args.out:
+            out = shards.folder(out, args.shard.index, args.shard.count)
+        experiment = shards.share(experiment, args.shard)
     setLogLevel("warning")
-    complete, failed = run_batch(experiment, out, Path(args.file).read_text())
-    print(f"{out}: {complete} of {len(experiment.runs())} runs complete, {failed} failed; "
+    runner.run_batch(experiment, out, Path(args.file).read_text())
+    return _report(experiment, out, "the same command retries them and keeps the finished ones")
+
+
+def _report(experiment, out, retry):
+    """Prints what a results folder holds against the experiment's
+    expectations; 1 while runs are missing (`retry` says what to do) or an
+    expectation is not met."""
+    results = _analysis("results")
+    runs = experiment.runs()
+    complete, failed = results.count(out, runs)
+    shard = f" of shard {experiment.shard}" if experiment.shard else ""
+    print(f"{out}: {complete} of {len(runs)} runs{shard} complete, {failed} failed; "
           f"summary in {out / 'summary.md'}")
-    verdicts = against_study(experiment, cell_statistics(experiment, out))
+    verdicts = results.against_study(experiment, results.cell_statistics(experiment, out))
     for verdict in verdicts:
         print(f"expect {verdict.describe()}")
-    if complete < len(experiment.runs()):
-        print("some runs did not complete; the same command retries them and keeps the "
-              "finished ones", file=sys.stderr)
+    if complete < len(runs):
+        print(f"some runs did not complete; {retry}", file=sys.stderr)
         return 1
     unmet = [v for v in verdicts if v.result != "met"]
     if unmet:
         print(f"{len(unmet)} of {len(verdicts)} expectations not met (missed, or no run has "
               f"the metric); see 'Against the study' in {out / 'summary.md'}", file=sys.stderr)
         return 1
+    return 0
+
+
+def _experiment_merge(args):
+    results = _analysis("results")
+    experiment = load_experiment(args.file, short=args.short)
+    out = _results_folder(args, experiment)
+    try:
+        merged = results.merge(experiment, Path(args.file).read_text(), args.folders, out)
+    except results.ResultsError as err:
+        raise ValueError(f"nothing merged:\n{err}") from None
+    for run_id, folders in merged.duplicates.items():
+        print(f"{run_id}: the same in {', '.join(map(str, folders))}; taken once",
+              file=sys.stderr)
+    for folder, run_ids in merged.strays.items():
+        print(f"{folder}: {len(run_ids)} runs of the file's other form (full or --short) "
+              f"left out: {_some(run_ids)}", file=sys.stderr)
+    if merged.missing:
+        print(f"{len(merged.missing)} runs in no folder: {_some(merged.missing)}",
+              file=sys.stderr)
+    return _report(experiment, out, "run their shards again (they resume), then merge again")
+
+
+def _some(names, at_most=5):
+    return ", ".join(names[:at_most]) + (f" and {len(names) - at_most} more"
+                                         if len(names) > at_most else "")
+
+
+def _experiment_slurm(args):
+    experiment = load_experiment(args.file, short=args.short)
+    out = _results_folder(args, experiment).absolute()
+    texts = slurm.scripts(experiment, Path(args.file).absolute(), out, args.shards,
+                          args.short, args.sbatch)
+    array, merge = slurm.write(out, texts)
+    print(f"wrote {array} ({args.shards} tasks, shard K of {args.shards} each) and {merge}")
+    if not args.submit:
+        print(f"submit them with:\n  {slurm.submit_commands(array, merge)}")
+        return 0
+    array_id, merge_id = slurm.submit(array, merge)
+    print(f"submitted array job {array_id} and merge job {merge_id} after it; "
+          f"results in {out}")
     return 0
 
 
@@ -279,6 +344,23 @@ def _seconds(text):
     if not 0 < value <= MAX_SECONDS:
         raise argparse.ArgumentTypeError(f"{shown(text)}: out of range; allowed more than 0 "
                                          f"up to {MAX_SECONDS} seconds (30 days)")
+    return value
+
+
+def _shard(text):
+    try:
+        return shards.Shard.parse(text)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
+
+
+def _count(text):
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{shown(text)}: expected a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value}: at least 1")
     return value
 
 
@@ -373,7 +455,34 @@ def build_parser():
     experiment_run.add_argument("--out", metavar="DIR",
                                 help="results folder (default results/NAME[-short]); an "
                                      "existing one is resumed")
+    experiment_run.add_argument("--shard", type=_shard, metavar="K/N",
+                                help="only shard K of N (K from 1 to N), chosen by run id; "
+                                     "its results go to OUT/shards/K-of-N, OUT as above "
+                                     "(--out: there instead)")
     experiment_run.set_defaults(run=_experiment_run)
+    experiment_merge = experiment_commands.add_parser(
+        "merge", help="join the results folders of a batch's shards into one")
+    experiment_merge.add_argument("file", metavar="FILE", help="the batch's experiment file")
+    experiment_merge.add_argument("folders", nargs="+", metavar="DIR",
+                                  help="the shards' results folders")
+    experiment_merge.add_argument("--short", action="store_true",
+                                  help="the shards ran the file's short form")
+    experiment_merge.add_argument("--out", metavar="DIR",
+                                  help="results folder (default results/NAME[-short])")
+    experiment_merge.set_defaults(run=_experiment_merge)
+    experiment_slurm = experiment_commands.add_parser(
+        "slurm", help="write (or submit) a Slurm job array that runs the batch in N shards, "
+                      "and a job that merges them; sbatch options after --")
+    experiment_slurm.add_argument("file", metavar="FILE")
+    experiment_slurm.add_argument("--shards", type=_count, required=True, metavar="N",
+                                  help="tasks of the array, one shard each")
+    experiment_slurm.add_argument("--short", action="store_true", help="the short form")
+    experiment_slurm.add_argument("--out", metavar="DIR",
+                                  help="results folder (default results/NAME[-short]); the "
+                                       "shards go to DIR/shards, scripts and logs to DIR/slurm")
+    experiment_slurm.add_argument("--submit", action="store_true",
+                                  help="submit the jobs with sbatch")
+    experiment_slurm.set_defaults(run=_experiment_slurm)
 
     clean = commands.add_parser(
         "clean", help="remove what killed runs left behind (switches, hosts, interfaces, "
@@ -387,7 +496,15 @@ def build_parser():
 
 
 def main(argv=None):
-    args = build_parser().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else list(argv)
+    # What follows `--` is sbatch's: argparse would not keep it for the end.
+    end = argv.index("--") if "--" in argv else len(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv[:end])
+    if args.run is _experiment_slurm:
+        args.sbatch = argv[end + 1:]
+    elif end < len(argv):
+        parser.error("only 'experiment slurm' takes options after --, for sbatch")
     leftovers.exit_on_termination()
     try:
         return args.run(args) or 0

@@ -208,3 +208,28 @@ def test_experiment_run_fails_a_complete_batch_that_misses(capsys, tmp_path, mon
     line = "expect smix1-e0 · a · w: median flow0.bulk.elapsed_s = 32 ± 10 %: "
     assert line + (f"linkemu {verdict}" if verdict else "no data") + "\n" in out
     assert (message in err) if message else not err
+
+
+def test_a_complete_shard_passes_and_leaves_the_expectations_to_the_merge(capsys, tmp_path,
+                                                                          monkeypatch):
+    def run_batch(experiment, out, text):
+        results.prepare(out, text)
+        for run in experiment.runs():
+            work = results.partial_dir(out, run)
+            work.mkdir(parents=True)
+            results.commit_run(out, run, work, {"status": "ok", "scalars": {}})
+        results.write_summary(experiment, out)
+
+    (tmp_path / "linkemu.json").write_text("{}")
+    (tmp_path / "linkemu.p4info.txtpb").write_text(
+        text_format.MessageToString(fake_p4info.p4info().message))
+    monkeypatch.setattr(emunet, "BUILD", tmp_path)
+    monkeypatch.setattr(cli, "missing_tools", lambda *tools: [])
+    monkeypatch.setattr(cli.os, "geteuid", lambda: 0)
+    monkeypatch.setattr(runner, "run_batch", run_batch)
+    monkeypatch.chdir(tmp_path)
+    # Its one run has no metric: the whole batch would miss its expectation.
+    assert main(["experiment", "run", str(checked_experiment(tmp_path)), "--shard", "2/2"]) == 0
+    out = Path("results/e/shards/2-of-2")
+    assert f"{out}: 1 of 1 runs of shard 2/2 complete, 0 failed" in capsys.readouterr().out
+    assert [p.name for p in (out / "runs").iterdir()] == ["smix1-e0_a_w_r01"]

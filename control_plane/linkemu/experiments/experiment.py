@@ -119,6 +119,7 @@ class Experiment:
     keep_captures: bool
     event_log: EventLogCheck | None = None
     expectations: tuple = ()  # of Expectation, for cells of this (full or short) matrix
+    shard: object = None      # a shards.Shard: runs() gives only its share
 
     @property
     def hosts(self):
@@ -136,8 +137,9 @@ class Experiment:
         replication, so that an interrupted batch has whole replications."""
         cells = self.cells()
         profiles = list(dict.fromkeys(p for p, _, _ in cells))
-        return [Run(p, t, w, r) for p in profiles for r in range(self.replications)
+        runs = [Run(p, t, w, r) for p in profiles for r in range(self.replications)
                 for (cp, t, w) in cells if cp == p]
+        return runs if self.shard is None else self.shard.select(runs)
 
 
 def _seconds(value):

@@ -9,10 +9,12 @@
 
 A run is built in runs/.RUN.partial and renamed once complete; summaries are
 written to a temporary file and renamed. Nothing half-written looks finished,
-and a summary says how many runs it covers.
+and a summary says how many runs it covers. merge() joins the folders of a
+batch's shards into one.
 """
 
 import csv
+import filecmp
 import io
 import json
 import os
@@ -74,6 +76,18 @@ def commit_run(out_dir, run, work, metrics):
     """Moves a finished run's folder in place (a failed run too, so that its
     error is kept; a resumed batch runs it again)."""
     (Path(work) / "metrics.json").write_text(json.dumps(metrics, indent=1))
+    _place(out_dir, run, work)
+
+
+def copy_run(out_dir, run, source):
+    """Copies a run's folder from another results folder (a shard's)."""
+    work = partial_dir(out_dir, run)
+    shutil.rmtree(work, ignore_errors=True)
+    shutil.copytree(source, work)
+    _place(out_dir, run, work)
+
+
+def _place(out_dir, run, work):
     final = run_dir(out_dir, run)
     if final.exists():
         shutil.rmtree(final)
@@ -164,7 +178,8 @@ def write_summary(experiment, out_dir):
             writer.writerow(cell + (name,) + tuple(_format(stats.get(s)) for s in STATISTICS))
     write_atomic(out_dir / "summary.csv", table.getvalue())
 
-    lines = [f"# {experiment.name}", ""]
+    shard = f", shard {experiment.shard}" if experiment.shard else ""
+    lines = [f"# {experiment.name}{shard}", ""]
     if experiment.description:
         lines += [experiment.description, ""]
     state = "complete" if complete == len(runs) else "INCOMPLETE"
@@ -213,3 +228,70 @@ def _against_study(out_dir, verdicts):
         cell = " · ".join(row[:3])
         lines.append(f"| {cell} | " + " | ".join(_format(x) for x in row[3:]) + " |")
     return lines + [""]
+
+
+@dataclass(frozen=True)
+class Merged:
+    """What a merge found besides the runs it took."""
+
+    duplicates: dict   # run id -> the folders holding identical copies (the first taken)
+    strays: dict       # folder -> run ids that are not runs of the batch (left out)
+    missing: list      # run ids of the batch in no folder and not in the output
+
+
+def merge(experiment, source_text, folders, out_dir):
+    """Copies the runs of `experiment` found in the results `folders` (made
+    from `source_text`) into `out_dir` and writes its summary; nothing is
+    written when a folder is of another experiment file or a run differs
+    between two folders."""
+    folders = [Path(f) for f in folders]
+    out_dir = Path(out_dir)
+    problems = []
+    for path in folders:
+        copy = path / "experiment.yaml"
+        if not copy.is_file():
+            problems.append(f"{path}: not a results folder (no experiment.yaml)")
+        elif copy.read_text() != source_text:
+            problems.append(f"{path} holds results of a different experiment file")
+        if path.resolve() == out_dir.resolve():
+            problems.append(f"{path} is the output folder: merge into another one")
+    if len({path.resolve() for path in folders}) < len(folders):
+        problems.append("a folder is given twice")
+    if problems:
+        raise ResultsError("\n".join(problems))
+
+    batch = {run.run_id: run for run in experiment.runs()}
+    found, strays = defaultdict(list), defaultdict(list)
+    for path in folders:
+        # Hidden entries are runs cut short (.RUN.partial): a resumed shard redoes them.
+        for run in sorted(p for p in (path / "runs").glob("[!.]*") if p.is_dir()):
+            if run.name in batch:
+                found[run.name].append(run)
+            else:
+                strays[path].append(run.name)
+    duplicates = {}
+    for run_id, copies in found.items():
+        differ = [c.parent.parent for c in copies[1:] if not _same_files(copies[0], c)]
+        if differ:
+            problems.append(f"run {run_id} differs between {copies[0].parent.parent} and "
+                            f"{', '.join(map(str, differ))}: remove the copy that is wrong")
+        elif len(copies) > 1:
+            duplicates[run_id] = [c.parent.parent for c in copies]
+    if problems:
+        raise ResultsError("\n".join(problems))
+
+    prepare(out_dir, source_text)
+    for run_id, copies in found.items():
+        copy_run(out_dir, batch[run_id], copies[0])
+    write_summary(experiment, out_dir)
+    missing = [run_id for run_id, run in batch.items()
+               if read_run(out_dir, run) is None]
+    return Merged(duplicates, dict(strays), missing)
+
+
+def _same_files(a, b):
+    """Whether folders `a` and `b` hold the same files with the same bytes."""
+    files = sorted(p.relative_to(a) for p in a.rglob("*") if p.is_file())
+    if files != sorted(p.relative_to(b) for p in b.rglob("*") if p.is_file()):
+        return False
+    return all(filecmp.cmp(a / f, b / f, shallow=False) for f in files)
