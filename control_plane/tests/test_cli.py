@@ -177,6 +177,18 @@ def test_experiment_check_lists_the_expectations(capsys, tmp_path):
         in capsys.readouterr().out
 
 
+def runs_batches_with(run_batch, tmp_path, monkeypatch):
+    """`linkemu experiment run` as root with the tools and a compiled
+    program (fakes in tmp_path), its batches run by `run_batch`."""
+    (tmp_path / "linkemu.json").write_text("{}")
+    (tmp_path / "linkemu.p4info.txtpb").write_text(
+        text_format.MessageToString(fake_p4info.p4info().message))
+    monkeypatch.setattr(emunet, "BUILD", tmp_path)
+    monkeypatch.setattr(cli, "missing_tools", lambda *tools: [])
+    monkeypatch.setattr(cli.os, "geteuid", lambda: 0)
+    monkeypatch.setattr(runner, "run_batch", run_batch)
+
+
 @pytest.mark.parametrize("elapsed, status, verdict, code, message", [
     ((33.0, 34.0), "ok", "33.5 (n 2), +4.7 %: met", 0, None),
     ((33.0, 40.0), "ok", "36.5 (n 2), +14.1 %: missed", 1, "1 of 1 expectations not met"),
@@ -195,13 +207,7 @@ def test_experiment_run_fails_a_complete_batch_that_misses(capsys, tmp_path, mon
         results.write_summary(experiment, out)
         return results.count(out, experiment.runs())
 
-    (tmp_path / "linkemu.json").write_text("{}")
-    (tmp_path / "linkemu.p4info.txtpb").write_text(
-        text_format.MessageToString(fake_p4info.p4info().message))
-    monkeypatch.setattr(emunet, "BUILD", tmp_path)
-    monkeypatch.setattr(cli, "missing_tools", lambda *tools: [])
-    monkeypatch.setattr(cli.os, "geteuid", lambda: 0)
-    monkeypatch.setattr(runner, "run_batch", run_batch)
+    runs_batches_with(run_batch, tmp_path, monkeypatch)
     assert main(["experiment", "run", str(checked_experiment(tmp_path)),
                  "--out", str(tmp_path / "out")]) == code
     out, err = capsys.readouterr()
@@ -220,13 +226,7 @@ def test_a_complete_shard_passes_and_leaves_the_expectations_to_the_merge(capsys
             results.commit_run(out, run, work, {"status": "ok", "scalars": {}})
         results.write_summary(experiment, out)
 
-    (tmp_path / "linkemu.json").write_text("{}")
-    (tmp_path / "linkemu.p4info.txtpb").write_text(
-        text_format.MessageToString(fake_p4info.p4info().message))
-    monkeypatch.setattr(emunet, "BUILD", tmp_path)
-    monkeypatch.setattr(cli, "missing_tools", lambda *tools: [])
-    monkeypatch.setattr(cli.os, "geteuid", lambda: 0)
-    monkeypatch.setattr(runner, "run_batch", run_batch)
+    runs_batches_with(run_batch, tmp_path, monkeypatch)
     monkeypatch.chdir(tmp_path)
     # Its one run has no metric: the whole batch would miss its expectation.
     assert main(["experiment", "run", str(checked_experiment(tmp_path)), "--shard", "2/2"]) == 0
