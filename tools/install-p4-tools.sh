@@ -3,16 +3,18 @@
 # with PI (the P4Runtime server the control plane talks to) and Thrift (its
 # runtime server, the only way to set BMv2's queue depths and rates),
 # optimised and without logging macros, which cost time on every packet and
-# so skew every timing figure.
+# so skew every timing figure, and with linkemu's patches (tools/bmv2: timed
+# departure, which lets a held packet sleep instead of going round).
 #
 #   tools/install-p4-tools.sh              install what is missing (as root)
 #   tools/install-p4-tools.sh --check      report what is installed, and how
 #   tools/install-p4-tools.sh --no-source  packages only (CI)
 #
 # It takes p4lang's Debian/Ubuntu packages where this machine reaches them
-# (they may have the logging macros on), otherwise it builds pinned sources
-# into /usr/local: about 50 minutes on 2 cores. A tool already installed with PI
-# and Thrift is left as it is. Environment:
+# (they may have the logging macros on, and lack timed departure), otherwise
+# it builds pinned sources into /usr/local: about 50 minutes on 2 cores. A
+# tool already installed with PI and Thrift is left as it is, unless it is a
+# switch without timed departure and SOURCE has the sources. Environment:
 #   SOURCE   a git host holding OWNER/NAME (default https://github.com) or a
 #            folder of clones laid out as OWNER+NAME/repo
 #   WORKDIR  where the sources are built and logged (default
@@ -21,6 +23,7 @@
 set -euo pipefail
 
 SOURCE=${SOURCE:-https://github.com}
+PATCHES=$(cd "$(dirname "$0")" && pwd)/bmv2
 WORKDIR=${WORKDIR:-/var/tmp/linkemu-p4-tools}
 JOBS=${JOBS:-$(nproc)}
 
@@ -47,11 +50,12 @@ say() { echo "$(date +%H:%M:%S) $*"; }
 stop() { echo "p4 tools not installed: $*" >&2; exit 1; }
 
 # What is on PATH: P4C and SWITCH (paths, empty when missing), and the
-# switch's PI, THRIFT (yes/no, from the libraries it links) and MACROS (on/off).
+# switch's PI, THRIFT (yes/no, from the libraries it links), MACROS (on/off)
+# and TIMED (yes/no: tools/bmv2's timed departure).
 probe() {
   P4C=$(command -v p4c || true)
   SWITCH=$(command -v simple_switch_grpc || true)
-  PI=no THRIFT=no MACROS=off
+  PI=no THRIFT=no MACROS=off TIMED=no
   [ -n "$SWITCH" ] || return 0
   local libs
   libs=$(ldd "$SWITCH" 2>/dev/null || true)
@@ -60,6 +64,8 @@ probe() {
   # A format string of BMLOG_DEBUG_PKT in simple_switch.cpp: it is compiled
   # in only with the logging macros (bm/config.h's BM_LOG_DEBUG_ON).
   if grep -aqF 'Processing packet received on port' "$SWITCH"; then MACROS=on; fi
+  # The option's name: testbed/bmv2.py asks the same way.
+  if grep -aqF 'departure-time-field' "$SWITCH"; then TIMED=yes; fi
 }
 
 need_p4c() { [ -z "$P4C" ]; }
@@ -77,8 +83,14 @@ check() {
     printf '%-19s %s  %s\n' simple_switch_grpc "$("$SWITCH" --version 2>&1)" "$SWITCH"
     printf '%-19s PI (P4Runtime server): %s, Thrift server: %s, logging macros: %s\n' \
       '' "$PI" "$THRIFT" "$MACROS"
+    printf '%-19s timed departure (tools/bmv2): %s\n' '' "$TIMED"
   else
     printf '%-19s missing\n' simple_switch_grpc
+  fi
+  if [ -n "$SWITCH" ] && [ "$TIMED" = no ]; then
+    echo "note: this BMv2 lacks timed departure: held packets go round the hold loop," \
+         "which holds fewer and costs a core (docs/benchmark.md); 'make p4-tools' with" \
+         "SOURCE set builds one with it"
   fi
   if [ -n "$SWITCH" ] && [ "$MACROS" = on ]; then
     echo "warning: BMv2 has its logging macros on: fine for the tests, but they slow" \
@@ -176,6 +188,11 @@ build_bmv2() {
   say "BMv2 $BMV2_COMMIT (1.15.5)"
   fetch p4lang/behavioral-model "$BMV2_COMMIT" bmv2
   cd bmv2
+  local patch
+  for patch in "$PATCHES"/*.patch; do
+    git apply "$patch" >>"$LOG" 2>&1 || stop "$patch does not apply to BMv2 $BMV2_COMMIT"
+    say "  applied ${patch#"$PATCHES"/}"
+  done
   # -g: symbols for profilers, at no cost in speed.
   step "BMv2: configure --with-pi --with-thrift --disable-logging-macros --disable-elogger, -O3" \
     sh -c './autogen.sh && ./configure --with-pi --with-thrift --disable-logging-macros \
@@ -204,8 +221,26 @@ build_p4c() {
   rm -rf p4c p4runtime
 }
 
+# Whether SOURCE has the pinned sources.
+reachable() {
+  local repo
+  for repo in p4lang/PI p4lang/behavioral-model p4lang/p4c; do
+    GIT_TERMINAL_PROMPT=0 timeout 60 git ls-remote "$(url "$repo")" HEAD >/dev/null 2>&1 ||
+      return 1
+  done
+}
+
 install_tools() {
   probe
+  if [ -n "$SWITCH" ] && ! need_bmv2 && [ "$TIMED" = no ] && [ "$1" != --no-source ] &&
+     [ "$(id -u)" = 0 ] && reachable; then
+    say "simple_switch_grpc lacks timed departure: rebuilding BMv2 with tools/bmv2"
+    mkdir -p "$WORKDIR"
+    apt_install "${BUILD_PACKAGES[@]}" ||
+      stop "apt-get cannot install the build's packages ($WORKDIR/apt.log)"
+    build_bmv2
+    probe
+  fi
   if ! need_p4c && ! need_bmv2; then
     say "p4c and simple_switch_grpc with PI and Thrift are installed: nothing to do"
     check
@@ -223,12 +258,8 @@ install_tools() {
   probe
   if need_p4c || need_bmv2; then
     [ "$1" != --no-source ] || stop "no p4lang packages from $REPO, and no source build here (CI)"
-    local repo
-    for repo in p4lang/PI p4lang/behavioral-model p4lang/p4c; do
-      GIT_TERMINAL_PROMPT=0 timeout 60 git ls-remote "$(url "$repo")" HEAD >/dev/null 2>&1 ||
-        stop "no p4lang packages from $REPO, and no sources at SOURCE=$SOURCE;" \
-             "see README.md 'P4 tools'"
-    done
+    reachable || stop "no p4lang packages from $REPO, and no sources at SOURCE=$SOURCE;" \
+                      "see README.md 'P4 tools'"
     say "building from $SOURCE in $WORKDIR with $JOBS jobs; first the packages the build needs"
     apt_install "${BUILD_PACKAGES[@]}" ||
       stop "apt-get cannot install the build's packages ($WORKDIR/apt.log)"
