@@ -1,7 +1,8 @@
 // The benchmark's hold loop, included by bench/hold.p4 (the loop alone) and
 // bench/shape.p4 (the loop in linkemu's shape): each frame leaves on port 2
 // once the hold written in it by bench/traffic.py is over, and is
-// recirculated until then, its hold carried in a header ahead of the frame
+// recirculated until then (asleep until then in its hold port's queue, on a
+// switch with timed departure), its hold carried in a header ahead of the frame
 // as linkemu carries its link state (cheaper in BMv2 than a field list).
 //
 // An including program may define, before the #include:
@@ -60,7 +61,10 @@ struct headers_t {
     EXTRA_HEADERS
 }
 
+// The instant a held frame's hold port sends it round again, on a switch
+// with timed departure (tools/bmv2), as linkemu's: there the loop sleeps.
 struct metadata_t {
+    bit<48> depart_us;
     EXTRA_METADATA
 }
 
@@ -112,6 +116,7 @@ control HoldIngress(inout headers_t hdr, inout metadata_t meta,
             std.egress_spec = 2;
         } else {
             std.egress_spec = hdr.hold.hold_port;
+            meta.depart_us = hdr.hold.due_us;
         }
     }
 }

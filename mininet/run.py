@@ -19,7 +19,8 @@ from linkemu.drivers.state_driver import default_record_path
 from linkemu.model.link_states import TimelineError, read_timeline, walk
 from linkemu.model.profile import ProfileError, load_profile
 from linkemu.testbed import leftovers
-from linkemu.testbed.bmv2 import GET_TOOLS, SWITCH_TOOLS, missing_tools
+from linkemu.testbed.bmv2 import (GET_TOOLS, SWITCH_TOOLS, hold_warnings,
+                                  missing_tools)
 from linkemu.testbed.emunet import BUILD, emulated_link
 
 
@@ -50,8 +51,7 @@ def main(argv=None):
     except (ProfileError, TimelineError) as err:
         print(err, file=sys.stderr)
         return 1
-    warning = profile.hold_warning()
-    if warning:
+    for warning in hold_warnings(profile):
         print(f"{profile.name}: {warning}", file=sys.stderr)
     if args.script and not os.path.isfile(args.script):
         print(f"{args.script}: no such script", file=sys.stderr)

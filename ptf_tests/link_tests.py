@@ -4,6 +4,8 @@ Times come from kernel timestamps of captures on the test's own interfaces
 (LinkemuTest.timed) and are checked against the link model's due instants
 (LinkemuTest.assert_on_time), not PTF's receive thread."""
 
+import time
+
 import numpy as np
 from ptf import testutils
 from scapy.layers.l2 import ARP, Ether
@@ -11,6 +13,7 @@ from scapy.layers.l2 import ARP, Ether
 from linkemu.drivers.event_log import EventRecorder, outcomes, read_events
 from linkemu.drivers.state_driver import running
 from linkemu.program.constants import HOLD_CAPACITY
+from linkemu.switch.hold_capacity import set_hold_capacity
 from linkemu_base import (ETH_HEADER, FIXED_PORT, HOST_IPS, HOST_MACS, MOBILE_PORTS,
                           LinkemuTest, frame_seq, profile, seqs, udp_frame)
 
@@ -145,20 +148,57 @@ class LongHoldTest(LinkemuTest):
         self.assert_on_time(sent, received, profile(**link).downlink)
 
 
-class HoldCapacityTest(LinkemuTest):
-    """The hold loop carries at most HOLD_CAPACITY packets, both directions
-    together, since BMv2's recirculation queue drops past 1024 without a
-    trace: with 600 downlink frames held, 400 uplink frames find room for
-    360; the last 40 are refused on arrival, counted and logged as
-    drop_hold, and every frame admitted leaves, in order. Once they have,
-    frames are admitted again."""
+class HeldFramesSleepTest(LinkemuTest):
+    """On a switch with timed departure a held frame costs no CPU while it
+    waits: with 500 frames held 2 s (sent 1 ms apart, so that their release
+    is no burst) the switch's CPU, over the second after all came in, stays
+    near idle (it goes round the hold loop, a full core, on stock BMv2,
+    where this test does not apply), and every frame leaves when due."""
 
-    DOWN, UP = 600, 400
-    HOLD = "4s"   # longer than PTF takes to send all 1000
+    HELD, HOLD_S = 500, 2.0
+    MOST_CORES = 0.2   # idle is about 0.01; the loop takes 1
 
     def runTest(self):
+        if int(testutils.test_param_get("hold_capacity")) == HOLD_CAPACITY:
+            self.skipTest("the switch has no timed departure (tools/bmv2)")
+        link = {"downlink": {"delay": f"{self.HOLD_S:g}s"}}
+        self.push(link)
+        before = self.counters()
+        cpu = []
+
+        def send():
+            self.send_spaced(FIXED_PORT, MOBILE, self.HELD, 0.001)
+            self.wait_entered(before, "downlink", self.HELD, timeout=self.HOLD_S / 2)
+            for pause in (0, 1.0):
+                time.sleep(pause)
+                cpu.append((time.monotonic(), self.switch_cpu_seconds()))
+
+        sent, received = self.timed(FIXED_PORT, MOBILE, send, wait=self.HOLD_S)
+        (start, used_start), (end, used_end) = cpu
+        self.assertLess(start - sent[0].ts, self.HOLD_S - 1, "the frames took too long to send")
+        self.assertLessEqual((used_end - used_start) / (end - start), self.MOST_CORES)
+        self.assertEqual(seqs(received), list(range(self.HELD)))
+        self.assert_on_time(sent, received, profile(**link).downlink)
+
+
+class HoldCapacityTest(LinkemuTest):
+    """The hold takes at most its capacity of packets, both directions
+    together (hold_limit: HOLD_CAPACITY where every held packet goes round,
+    as BMv2's recirculation queue drops past 1024 without a trace; more with
+    timed departure): with the capacity set to 700 and 420 downlink frames
+    held, 320 uplink frames find room for 280; the last 40 are refused on
+    arrival, counted and logged as drop_hold, and every frame admitted
+    leaves, in order. Once they have, frames are admitted again."""
+
+    CAPACITY, DOWN, UP = 700, 420, 320
+    HOLD = "4s"   # longer than PTF takes to send all 740
+
+    def runTest(self):
+        set_hold_capacity(self.switch, self.CAPACITY)
+        self.addCleanup(set_hold_capacity, self.switch,
+                        int(testutils.test_param_get("hold_capacity")))
         self.push({"downlink": {"delay": self.HOLD}, "uplink": {"delay": self.HOLD}})
-        refused = self.DOWN + self.UP - HOLD_CAPACITY
+        refused = self.DOWN + self.UP - self.CAPACITY
         before = self.counters()
         path = self.workdir / "events.csv"
         recorder = EventRecorder(self.switch, path)

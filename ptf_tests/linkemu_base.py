@@ -8,6 +8,7 @@ back in tearDown, whatever it pushed, and leaves none of its frames inside
 the switch.
 """
 
+import os
 import shutil
 import struct
 import tempfile
@@ -199,6 +200,13 @@ class LinkemuTest(BaseTest):
 
     def counters(self):
         return dataplane.read_counters(self.switch)
+
+    @staticmethod
+    def switch_cpu_seconds():
+        """User plus system CPU time the switch has used so far."""
+        pid = testutils.test_param_get("pid")
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
     def counter_delta(self, before, name, direction):
         """Packets counted by `name` since the `before` reading."""

@@ -59,3 +59,15 @@ def test_the_programs_widths_refuse_what_push_could_not_write():
              "share_cost_q")]:
         problems = dataplane.entry_problems(bad, info)
         assert any(f" {field}: " in p and "does not fit in" in p for p in problems), problems
+
+
+def test_timed_departure_names_a_field_of_the_program_and_the_bench_hold():
+    # simple_switch reads the departure instant from the field the launcher
+    # names: the program's (and the benchmark's bare hold's) as p4c named it.
+    from linkemu.testbed.bmv2 import DEPARTURE_FIELD
+    header, field = DEPARTURE_FIELD.split(".", 1)
+    for program in (BMV2_JSON, BUILD / "hold.json"):
+        bmv2 = json.loads(program.read_text())
+        kind = next(h["header_type"] for h in bmv2["headers"] if h["name"] == header)
+        fields = next(t["fields"] for t in bmv2["header_types"] if t["name"] == kind)
+        assert [field, 48, False] in fields, program

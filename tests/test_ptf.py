@@ -18,10 +18,11 @@ from pathlib import Path
 import pytest
 
 import harness as ptf_harness
-from conftest import environment
+from conftest import UNDER_CI, environment
 from linkemu_base import TOO_LATE
 
 PTF_DIR = Path(__file__).resolve().parent.parent / "ptf_tests"
+SKIPPED = "skipped: "   # how a PTF test's skip is reported among problems
 
 
 def ptf_test_names(folder=PTF_DIR):
@@ -75,8 +76,9 @@ def run_ptf(xunit, tests=()):
     for report in xunit.glob("*.xml"):
         for case in ET.parse(report).getroot().iter("testcase"):
             results.setdefault(case.get("classname"), []).extend(
+                f"{SKIPPED}{problem.get('message')}" if problem.tag == "skipped" else
                 f"{problem.get('type')}: {problem.get('message')}\n{problem.text}"
-                for problem in case if problem.tag in ("failure", "error"))
+                for problem in case if problem.tag in ("failure", "error", "skipped"))
     return results, stolen
 
 
@@ -93,10 +95,12 @@ def run_twice(run, names):
     first, stolen = run(())
     for name in names:
         first.setdefault(name, ["PTF did not run it (see build/ptf.log)"])
-    failed = [name for name, problems in first.items() if problems]
+    skipped = {name: problems[0] for name, problems in first.items()
+               if problems and problems[0].startswith(SKIPPED)}
+    failed = [name for name, problems in first.items() if problems and name not in skipped]
     shown = {name: "\n".join(first[name] + [f"(CPU time stolen during the suite: {stolen} ms)"])
              for name in failed}
-    results = {name: (shown.get(name), None) for name in first}
+    results = {name: (shown.get(name, skipped.get(name)), None) for name in first}
     if len(failed) == 1 and was_late(first[failed[0]]):
         name, = failed
         again = run([name])[0].get(name, ["PTF did not run it again"])
@@ -114,6 +118,11 @@ def ptf_results(tmp_path_factory):
 @pytest.mark.parametrize("name", ptf_test_names())
 def test_ptf(name, ptf_results):
     problem, first = ptf_results[name]
+    if problem and problem.startswith(SKIPPED):
+        # A PTF test that cannot run on this switch: as a missing tool.
+        if UNDER_CI:
+            pytest.fail(f"CI runs every test; this one cannot run: {problem}", pytrace=False)
+        pytest.skip(problem)
     if first:
         assert problem is None, f"late, then failed again:\n{problem}\nthe first time:\n{first}"
         warnings.warn(f"{name} passed when run again; its first run was late:\n{first}")
@@ -169,6 +178,18 @@ def test_other_failures_and_two_late_tests_stand():
             assert results[name] == ("\n".join(problems) + STOLEN, None)
         for name in missing:
             assert "did not run" in results[name][0] and results[name][1] is None
+
+
+def test_a_skipped_test_is_reported_as_such_and_not_run_again():
+    """A PTF test that cannot run on this switch is neither a pass nor a
+    failure: test_ptf skips it (fails it under CI), and a late test beside
+    it still runs once more."""
+    skip = f"{SKIPPED}the switch has no timed departure (tools/bmv2)"
+    run, calls = fake_suite({"a.Skips": [skip], "a.Late": [LATE]}, {"a.Late": []})
+    results = run_twice(run, ["a.Skips", "a.Late"])
+    assert calls == [[], ["a.Late"]]
+    assert results["a.Skips"] == (skip, None)
+    assert results["a.Late"] == (None, LATE + STOLEN)
 
 
 def test_every_ptf_wait_has_an_explicit_timeout():

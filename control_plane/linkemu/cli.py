@@ -20,7 +20,7 @@ from .switch import dataplane
 from .switch.dataplane import Port, PortLayout
 from .switch.p4runtime import P4Info, P4RuntimeError, Switch
 from .testbed import bpf_cc, leftovers
-from .testbed.bmv2 import GET_TOOLS, SWITCH_TOOLS, missing_tools
+from .testbed.bmv2 import GET_TOOLS, SWITCH_TOOLS, hold_warnings, missing_tools
 
 
 P4INFO = "build/linkemu.p4info.txtpb"
@@ -72,8 +72,7 @@ def _check(args):
         print(f"{path}: {profile.name}: MTU {profile.mtu}")
         for name, direction in profile.directions().items():
             print(f"  {name:8} {direction.describe()}")
-        warning = profile.hold_warning()
-        if warning:
+        for warning in hold_warnings(profile):
             print(f"  {warning}")
     return _check_each(args.profiles, load, show)
 
@@ -86,8 +85,7 @@ def _connect(args, primary=True):
 
 
 def _warn(profile):
-    warning = profile.hold_warning()
-    if warning:
+    for warning in hold_warnings(profile):
         print(f"linkemu: {profile.name}: {warning}", file=sys.stderr)
 
 

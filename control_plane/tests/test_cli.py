@@ -13,7 +13,7 @@ from linkemu.cli import main
 from linkemu.experiments import results, runner
 from linkemu.model import link_states
 from linkemu.switch.p4runtime import TableEntry
-from linkemu.testbed import emunet
+from linkemu.testbed import bmv2, emunet
 from linkemu.testbed.bmv2 import free_tcp_port
 
 
@@ -25,8 +25,10 @@ def test_check_prints_both_directions(capsys, tmp_path):
     assert "downlink rate 64kbit, delay 300ms, queue 20 packets" in out
 
 
-def test_check_says_when_a_busy_link_would_fill_the_hold(capsys, tmp_path):
-    # 100 Mbit/s x 160 ms: 1334 frames of 1500 B in flight, plus the queues.
+def test_check_says_when_a_busy_link_would_fill_the_hold(capsys, tmp_path, monkeypatch):
+    # 100 Mbit/s x 160 ms: 1334 frames of 1500 B in flight, plus the queues;
+    # the installed switch holds by recirculation.
+    monkeypatch.setattr(bmv2, "installed_timed_departure", lambda: False)
     path = tmp_path / "p.yaml"
     path.write_text("downlink: {rate: 100Mbit, delay: 160ms, queue: 100}\n"
                     "uplink: {rate: 1Mbit, delay: 160ms, queue: 10}\n")
@@ -39,6 +41,41 @@ def test_check_says_when_a_busy_link_would_fill_the_hold(capsys, tmp_path):
     path.write_text("downlink: {rate: 10Mbit, delay: 160ms, queue: 100}\nuplink: {}\n")
     assert main(["check", str(path)]) == 0
     assert "would hold" not in capsys.readouterr().out
+
+
+def test_check_says_when_a_switch_without_timed_departure_is_imprecise(capsys, tmp_path,
+                                                                      monkeypatch):
+    # 2 Mbit/s x 20 ms: 4 frames in flight each way, plus queues of 10 and 20.
+    path = tmp_path / "p.yaml"
+    path.write_text("downlink: {rate: 2Mbit, delay: 20ms, queue: 10}\n"
+                    "uplink: {rate: 2Mbit, delay: 20ms, queue: 20}\n")
+    monkeypatch.setattr(bmv2, "installed_timed_departure", lambda: False)
+    assert main(["check", str(path)]) == 0
+    assert "holds up to 38 frames, and this switch (no timed departure" in \
+        capsys.readouterr().out
+    monkeypatch.setattr(bmv2, "installed_timed_departure", lambda: True)
+    assert main(["check", str(path)]) == 0
+    assert "holds up to" not in capsys.readouterr().out
+    path.write_text("downlink: {rate: 2Mbit, delay: 20ms, queue: 10}\n"
+                    "uplink: {rate: 2Mbit, delay: 20ms, queue: 10}\n")
+    monkeypatch.setattr(bmv2, "installed_timed_departure", lambda: False)
+    assert main(["check", str(path)]) == 0
+    assert "holds up to" not in capsys.readouterr().out   # 28 held
+
+
+def test_a_switch_with_timed_departure_holds_a_busy_100mbit_link(capsys, tmp_path,
+                                                                  monkeypatch):
+    monkeypatch.setattr(bmv2, "installed_timed_departure", lambda: True)
+    path = tmp_path / "p.yaml"
+    path.write_text("downlink: {rate: 100Mbit, delay: 160ms, queue: 100}\n"
+                    "uplink: {rate: 100Mbit, delay: 160ms, queue: 1000}\n")
+    assert main(["check", str(path)]) == 0
+    assert "would hold" not in capsys.readouterr().out
+    path.write_text("downlink: {rate: 1Gbit, delay: 160ms, queue: 100}\n"
+                    "uplink: {rate: 1Gbit, delay: 160ms, queue: 100}\n")
+    assert main(["check", str(path)]) == 0
+    assert "it would hold 26868 frames of the MTU, more than the 15000" in \
+        capsys.readouterr().out
 
 
 def test_bad_profile_is_rejected_before_connecting(capsys, tmp_path):

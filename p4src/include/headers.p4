@@ -285,8 +285,12 @@ struct headers_t {
     link_meta_t link;
 }
 
-// Empty: every metadata field costs every pass (see pass_h).
+// Every metadata field costs every pass (see pass_h): one only, which
+// simple_switch reads when it queues the packet (timed departure,
+// tools/bmv2): the instant a held packet's hold port sends it round again,
+// on the egress clock; 0 sends it at once.
 struct metadata_t {
+    time_us_t depart_us;
 }
 
 #endif

@@ -38,8 +38,9 @@ control LinkemuIngress(inout headers_t hdr, inout metadata_t meta,
             hdr.link.pkt.now_us < hdr.link.pkt.wake_us &&
             hdr.link.pkt.flags & (PKT_DEFERRED | PKT_TURN) == 0) {
             std.egress_spec = hold_port(hdr.link.pkt.seq);
+            meta.depart_us = hdr.link.pkt.wake_us;
         } else {
-            hold_wait.apply(hdr, std);
+            hold_wait.apply(hdr, meta, std);
             if (std.egress_spec == 0) {
                 link_pass.apply(hdr, meta, std);
                 event_digest.apply(hdr);

@@ -204,14 +204,14 @@ class Profile:
             total += math.ceil(d.rate_bps * d.delay_us / 1e6 / frame_bits) + d.queue_packets
         return total
 
-    def hold_warning(self):
-        """What a user of this profile should know about the hold's capacity,
-        or None."""
+    def hold_warning(self, capacity):
+        """What a user of this profile should know about a hold of
+        `capacity` packets (the switch's), or None."""
         held = self.frames_held_busy()
-        if held is None or held <= p4.HOLD_CAPACITY:
+        if held is None or held <= capacity:
             return None
         return (f"busy both ways with full router queues it would hold {held} frames of "
-                f"the MTU, more than the {p4.HOLD_CAPACITY} linkemu's hold loop carries: "
+                f"the MTU, more than the {capacity} the switch's hold takes: "
                 "arrivals beyond are dropped (drop_hold)")
 
 

@@ -7,6 +7,7 @@ its own drops every connection to that port that does not come from the
 loopback interface, so only this machine's controller reaches it.
 """
 
+import functools
 import os
 import shutil
 import signal
@@ -20,6 +21,20 @@ from ..switch.thrift_runtime import SwitchQueues
 from . import leftovers
 
 SWITCH_BINARY = "simple_switch_grpc"
+# Timed departure (tools/bmv2): the switch queues a packet to leave at the
+# instant in this field of the program's, as p4c names metadata_t.depart_us.
+DEPARTURE_OPTION = "--departure-time-field"
+DEPARTURE_FIELD = "scalars.metadata_t.depart_us"
+# With it, held packets sleep in the hold ports' queues, 16 of them (and in
+# the turn lane's 16): each deep enough for its share of the capacity.
+HOLD_QUEUE_DEPTH = 1024
+TIMED_HOLD_CAPACITY = 15000
+# Without it every held packet goes round the hold loop, whose release error
+# grows with the packets held: a busy link's p99 stayed within 1 ms up to
+# about this many (docs/benchmark.md).
+LOOP_PRECISE_HELD = 30
+HOLD_QUEUES = tuple(p4.HOLD_PORT_BASE + 4 * i + lane
+                    for i in range(p4.HOLD_PORT_MASK + 1) for lane in (0, 1))
 # Everything a switch needs: the binary (with Thrift), and nft for its guard.
 SWITCH_TOOLS = (SWITCH_BINARY, "nft")
 GET_TOOLS = "'make p4-tools', see README.md 'P4 tools'"
@@ -44,6 +59,44 @@ def _links_thrift(binary):
     except OSError:
         return True   # no ldd to ask: the switch's start says so if it lacks Thrift
     return "libthrift" in libraries
+
+
+@functools.cache
+def has_timed_departure(binary):
+    """Whether the simple_switch_grpc at `binary` takes a departure instant
+    per packet (its option's name is in the binary)."""
+    try:
+        return DEPARTURE_OPTION.lstrip("-").encode() in Path(binary).read_bytes()
+    except OSError:
+        return False
+
+
+def installed_timed_departure():
+    """Whether the simple_switch_grpc on PATH has timed departure."""
+    binary = shutil.which(SWITCH_BINARY)
+    return binary is not None and has_timed_departure(binary)
+
+
+def installed_hold_capacity():
+    """The hold's capacity of a switch started from the simple_switch_grpc on
+    PATH (SimpleSwitchGrpc.hold_capacity)."""
+    return TIMED_HOLD_CAPACITY if installed_timed_departure() else p4.HOLD_CAPACITY
+
+
+def hold_warnings(profile):
+    """What a user of `profile` on the installed switch should know about
+    its hold: more frames than it takes, or, on a switch whose held packets
+    go round, more than it releases precisely."""
+    warnings = [w for w in [profile.hold_warning(installed_hold_capacity())] if w]
+    held = profile.frames_held_busy()
+    if held is not None and held > LOOP_PRECISE_HELD and not installed_timed_departure():
+        warnings.append(
+            f"busy with full router queues it holds up to {held} frames, and this switch "
+            "(no timed departure, tools/bmv2) sends every held frame round its hold loop: "
+            f"the benchmark kept a busy link's release error p99 within 1 ms only up to "
+            f"about {LOOP_PRECISE_HELD} held (10 Mbit/s with 20 ms, 2 Mbit/s with 160 ms; "
+            "docs/benchmark.md)")
+    return warnings
 
 
 def free_tcp_port():
@@ -107,14 +160,18 @@ class SimpleSwitchGrpc:
         self.log_path = Path(log_path or f"/tmp/linkemu-switch-{grpc_port}.log")
         self.guard = LoopbackOnly(self.thrift_port)
         self.process = None
+        self.timed = installed_timed_departure()
+        self.hold_capacity = TIMED_HOLD_CAPACITY if self.timed else p4.HOLD_CAPACITY
 
     def command(self):
         args = [SWITCH_BINARY, "--device-id", str(self.device_id), "--no-p4",
                 "--thrift-port", str(self.thrift_port)]
         for number, name in sorted(self.ports.items()):
             args += ["-i", f"{number}@{name}"]
-        return args + ["--", "--grpc-server-addr", self.grpc_address,
-                       "--cpu-port", str(p4.CPU_PORT)]
+        args += ["--", "--grpc-server-addr", self.grpc_address, "--cpu-port", str(p4.CPU_PORT)]
+        if self.timed:
+            args += [DEPARTURE_OPTION, DEPARTURE_FIELD]
+        return args
 
     def start(self, timeout=15.0):
         for port in (self.grpc_port, self.thrift_port):
@@ -143,6 +200,10 @@ class SimpleSwitchGrpc:
                                    f"Thrift port {self.thrift_port} within {timeout} s; "
                                    f"see {self.log_path}")
             time.sleep(0.05)
+        if self.timed:
+            with self.queues() as queues:
+                for port in HOLD_QUEUES:
+                    queues.set_depth(port, HOLD_QUEUE_DEPTH)
 
     def queues(self):
         """BMv2's egress queues of this switch, over Thrift (a SwitchQueues to close)."""
@@ -167,6 +228,12 @@ class SimpleSwitchGrpc:
         """User plus system CPU time the switch has used so far."""
         fields = Path(f"/proc/{self.pid}/stat").read_text().rsplit(")", 1)[1].split()
         return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+    def rss_bytes(self):
+        """The switch's resident memory."""
+        status = Path(f"/proc/{self.pid}/status").read_text()
+        return int(next(line.split()[1] for line in status.splitlines()
+                        if line.startswith("VmRSS:"))) * 1024
 
     def stop(self, timeout=5.0):
         """Stops exactly the process this object started, then lifts its guard."""

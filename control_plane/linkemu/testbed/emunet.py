@@ -26,6 +26,7 @@ from ..model.profile import parse_profile
 from ..program import constants as p4
 from ..switch import dataplane
 from ..switch.dataplane import Port, PortLayout
+from ..switch.hold_capacity import set_hold_capacity
 from ..switch.p4runtime import Switch
 from . import leftovers
 from .network_lock import only_network
@@ -142,6 +143,7 @@ def _install_linkemu(controller, net, fixed, profile):
     frames the warm-up put through."""
     dataplane.install(controller, BUILD / "linkemu.p4info.txtpb", BUILD / "linkemu.json",
                       port_layout(net, fixed), WARM_UP_LINK)
+    set_hold_capacity(controller, net.get("s1").bmv2.hold_capacity)
     warmed = warm_up(controller, net, fixed)
     dataplane.push_profile(controller, profile)
     controller.clear_counters()

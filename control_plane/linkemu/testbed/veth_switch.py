@@ -9,6 +9,7 @@ import os
 from contextlib import contextmanager
 
 from ..switch import dataplane
+from ..switch.hold_capacity import set_hold_capacity
 from ..switch.p4runtime import Switch
 from . import leftovers
 from .bmv2 import SimpleSwitchGrpc, free_tcp_port
@@ -42,4 +43,5 @@ def veth_testbed(layout, profile, p4info_path, bmv2_json_path):
     with veth_switch([p.number for p in layout.fixed + layout.mobile]) as (switch, peers):
         with Switch(switch.grpc_address) as controller:
             dataplane.install(controller, p4info_path, bmv2_json_path, layout, profile)
+            set_hold_capacity(controller, switch.hold_capacity)
         yield switch, peers

@@ -1,19 +1,29 @@
-// The hold loop: a packet that is not yet due is sent to one of 16
+// The hold: a packet that is not yet due is sent to one of 16
 // interface-less hold ports and recirculated at the end of egress, with its
 // link state (link_state_h, the egress clock in it) emitted ahead of the
 // frame and extracted again on the next pass: cheaper in BMv2 than a field
 // list, whose fields are reset and copied one by one on every pass. Ingress
 // decides on every pass, so all link state is touched by BMv2's single
-// ingress thread only. A pass with nothing due (the packet's wake_us is
-// ahead) takes the fast path (LinkemuIngress): one condition, no table of the
-// link model; every other pass is a full pass (LinkPass), several times
-// dearer. The hold ports spread the held packets over 16 egress queues of
-// BMv2's default 64 packets, which matches the 1024-packet recirculation
-// queue: that queue bounds the loop (hold queues deepened to 4096 over
-// Thrift held no more: 2000 held 1 s, 33 out, measured), so LinkPass admits
-// no packet past HOLD_CAPACITY (size.p4). The hold ports are all = 0 mod 4,
-// so one BMv2 egress worker serves them all, which keeps the loop on two
-// threads.
+// ingress thread only.
+//
+// A switch with timed departure (tools/bmv2) keeps the packet asleep in its
+// hold port's queue until the instant of its next event (metadata_t's
+// depart_us: its wake_us), so a packet costs its arrival and one pass per
+// event, whatever it waits; the controller deepens the hold ports' queues
+// and raises the hold's capacity (LinkPass's hold_limit). Packets that wait
+// for other packets rather than the clock (a deferred one, or one waiting
+// for its turn in release order) still go round.
+//
+// On stock BMv2 every held packet goes round, and a pass with nothing due
+// (its wake_us is ahead) takes the fast path (LinkemuIngress): one
+// condition, no table of the link model; every other pass is a full pass
+// (LinkPass), several times dearer. The hold ports spread the held packets
+// over 16 egress queues of BMv2's default 64 packets, which matches the
+// 1024-packet recirculation queue: that queue bounds the loop (hold queues
+// deepened to 4096 over Thrift held no more: 2000 held 1 s, 33 out,
+// measured), so LinkPass admits no packet past HOLD_CAPACITY (size.p4).
+// The hold ports are all = 0 mod 4, so one BMv2 egress worker serves them
+// all, which keeps the loop on two threads.
 //
 // Turn lane: a due packet waiting for its turn in release order, or one
 // that release pacing holds back, goes round on the port beside its hold
@@ -44,6 +54,18 @@ const bit<9> TURN_PORT_OFFSET = 1;   // 449, 453, .. 509: the turn lane
 // waiting for its turn.
 register<seq_t>(NUM_DIRECTIONS) release_next;
 
+// Each held packet's due instant by its place in link order, per direction:
+// one waiting for its turn sleeps until the packet it waits for is due.
+// A ring as long as a direction can hold (the timed hold's capacity), so no
+// place is reused while its packet waits.
+const bit<32> ORDER_RING = 16384;
+const bit<32> ORDER_MASK = ORDER_RING - 1;
+register<time_us_t>(NUM_DIRECTIONS * ORDER_RING) order_due;
+
+bit<32> order_slot(in direction_t dir, in seq_t seq) {
+    return (dir * ORDER_RING) | (seq & ORDER_MASK);
+}
+
 // The hold port of a held packet: its sequence number spreads the held
 // packets over the hold ports.
 bit<9> hold_port(in seq_t seq) {
@@ -54,6 +76,21 @@ bit<9> turn_port(in seq_t seq) {
     return hold_port(seq) + TURN_PORT_OFFSET;
 }
 
+// A due packet waiting for its turn behind `next` (the next to release in
+// its direction) goes to the turn lane, with a timed departure asleep until
+// `next` is due, at the latest when it gives up waiting (its wake_us); at
+// once when `next` is due already, its release one pass away.
+control TurnWait(inout headers_t hdr, inout metadata_t meta,
+                 inout standard_metadata_t std, in seq_t next) {
+    apply {
+        std.egress_spec = turn_port(hdr.link.pkt.seq);
+        order_due.read(meta.depart_us, order_slot(hdr.link.pkt.dir, next));
+        if (meta.depart_us > hdr.link.pkt.wake_us) {
+            meta.depart_us = hdr.link.pkt.wake_us;
+        }
+    }
+}
+
 // A held packet that is not yet due but waits for something other than the
 // clock: a deferred packet sleeps until it heads its ring (then it looks
 // every pass: its passes are events that settle it) or another event
@@ -61,7 +98,10 @@ bit<9> turn_port(in seq_t seq) {
 // until its turn comes or it gives up waiting. Sent round (std.egress_spec
 // set) while it still waits. No locals here or anywhere in a pass: each is
 // a metadata field (docs/bmv2-costs.md).
-control HoldWait(inout headers_t hdr, inout standard_metadata_t std) {
+control HoldWait(inout headers_t hdr, inout metadata_t meta,
+                 inout standard_metadata_t std) {
+    TurnWait() turn_wait;
+
     apply {
         if (hdr.link.pkt.isValid() &&
             hdr.link.pkt.now_us < hdr.link.pkt.wake_us) {
@@ -76,7 +116,7 @@ control HoldWait(inout headers_t hdr, inout standard_metadata_t std) {
                 std.egress_spec = hold_port(hdr.link.pkt.seq);
             } else if (hdr.link.pkt.flags & PKT_DEFERRED == 0 &&
                        (int<32>) (hdr.link.pkt.seq - hdr.link.pkt.peek) > 0) {
-                std.egress_spec = turn_port(hdr.link.pkt.seq);
+                turn_wait.apply(hdr, meta, std, hdr.link.pkt.peek);
             }
         }
     }

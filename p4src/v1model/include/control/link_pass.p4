@@ -86,6 +86,7 @@ control LinkPass(inout headers_t hdr, inout metadata_t meta,
     DeferredEnqueue() deferred_enqueue;
     DeferredTake() deferred_take;
     ReleasePacing() release_pacing;
+    TurnWait() turn_wait;
     LogClockRead() log_clock_read;
 
     // The packet's one event, when its direction logs: EventDigest reports it
@@ -101,8 +102,11 @@ control LinkPass(inout headers_t hdr, inout metadata_t meta,
 
     // The packets the hold loop carries, both directions: each admitted in
     // link order and not yet released (paced ones keep their turn), and each
-    // deferred one. Counted from positions, so a count never drifts.
-    action count_held() {
+    // deferred one. Counted from positions, so a count never drifts. An
+    // arrival is refused at `capacity`: HOLD_CAPACITY for a switch whose
+    // held packets all go round; the controller sets more for one with
+    // timed departure, where only the packets due go round.
+    action count_held(bit<32> capacity) {
         next_seq.read(hdr.pass.held, 0);
         release_next.read(hdr.pass.held_part, 0);
         hdr.pass.held = hdr.pass.held - hdr.pass.held_part;
@@ -118,6 +122,14 @@ control LinkPass(inout headers_t hdr, inout metadata_t meta,
         hdr.pass.held = hdr.pass.held + hdr.pass.held_part;
         defer_head.read(hdr.pass.held_part, 1);
         hdr.pass.held = hdr.pass.held - hdr.pass.held_part;
+        hdr.pass.refused = hdr.pass.held >= capacity;
+    }
+
+    table hold_limit {
+        key = { hdr.link.pkt.dir : exact @name("dir"); }
+        actions = { count_held; }
+        default_action = count_held(HOLD_CAPACITY);
+        size = NUM_DIRECTIONS;
     }
 
     apply {
@@ -159,9 +171,8 @@ control LinkPass(inout headers_t hdr, inout metadata_t meta,
             queue_read.apply(hdr);
             release_next.read(hdr.pass.next, hdr.link.pkt.dir);
             event_log.apply(hdr.pass.now, hdr.link);
-            count_held();
-            if (hdr.pass.held >= HOLD_CAPACITY) {
-                hdr.pass.refused = true;
+            hold_limit.apply();
+            if (hdr.pass.refused) {
                 drop_hold.count(hdr.link.pkt.dir);
                 if (hdr.link.pkt.flags & PKT_LOG != 0) {
                     log_event(EVENT_DROP_HOLD, hdr.pass.now);
@@ -420,7 +431,7 @@ control LinkPass(inout headers_t hdr, inout metadata_t meta,
                 // waiting (Release sets it). A paced frame is due, and has its
                 // port.
                 if (hdr.link.pkt.flags & PKT_TURN != 0) {
-                    std.egress_spec = turn_port(hdr.link.pkt.seq);
+                    turn_wait.apply(hdr, meta, std, hdr.pass.next);
                     if (hdr.link.pkt.flags & PKT_HELD == 0) {
                         retx_busy_until.read(hdr.pass.busy_until, hdr.link.pkt.dir);
                         if (hdr.link.pkt.due_us < hdr.pass.busy_until) {
@@ -440,6 +451,16 @@ control LinkPass(inout headers_t hdr, inout metadata_t meta,
                     if (hdr.link.pkt.flags & PKT_QUEUED != 0 &&
                         hdr.link.pkt.leave_us < hdr.link.pkt.wake_us) {
                         hdr.link.pkt.wake_us = hdr.link.pkt.leave_us;
+                    }
+                    // A switch with timed departure keeps it asleep in its
+                    // hold port's queue until then; a deferred packet waits
+                    // for other packets' events, and goes round.
+                    if (hdr.link.pkt.flags & PKT_DEFERRED == 0) {
+                        meta.depart_us = hdr.link.pkt.wake_us;
+                    }
+                    if (hdr.link.pkt.flags & (PKT_DEFERRED | PKT_AHEAD) == 0) {
+                        order_due.write(order_slot(hdr.link.pkt.dir, hdr.link.pkt.seq),
+                                        hdr.link.pkt.due_us);
                     }
                 }
             } else if (hdr.link.pkt.flags & (PKT_SKIPPED | PKT_LOG | PKT_LOST | PKT_DUPLICATE |
