@@ -11,7 +11,7 @@ DEBIAN_PACKAGES := python3-venv mininet iperf3 tcpdump ethtool iproute2 iputils-
                    clang llvm libbpf-dev bpftool
 P4_TOOLS := tools/install-p4-tools.sh
 
-.PHONY: all setup p4-tools check-tools build constants run experiment ptf test unit bench bench-tcp soak clean
+.PHONY: all setup p4-tools check-tools bf-p4c build constants run experiment ptf test unit bench bench-tcp soak clean
 
 all: build
 
@@ -35,6 +35,11 @@ p4-tools:
 
 check-tools:
 	@$(P4_TOOLS) --check
+
+# bf-p4c, p4c's Tofino back end, in /opt/bf-p4c (about 2.5 hours; reruns
+# resume): it checks that the link model compiles for Tofino.
+bf-p4c:
+	@tools/install-bf-p4c.sh
 
 # The benchmark's baselines: plain port-to-port forwarding, a bare
 # recirculation hold loop, that loop in a program of linkemu's shape, the
