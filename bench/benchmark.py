@@ -38,6 +38,7 @@ from linkemu.switch import dataplane
 from linkemu.switch.dataplane import Port, PortLayout
 from linkemu.switch.p4runtime import Switch
 from linkemu.testbed import leftovers
+from linkemu.testbed.bmv2 import has_timed_departure
 from linkemu.testbed.veth_switch import veth_switch, veth_testbed
 
 from programs import (BASELINE, HOLD_BASELINE, LANES_BASELINE, LANES_IN_ORDER_BASELINE,
@@ -52,6 +53,18 @@ LAYOUT = PortLayout(fixed=(Port(1),), mobile=(Port(2),))
 SIZE = 500
 HELD = (10, 20, 50, 100, 200, 500, 1000, 2000)   # frames held at once by the hold runs
 HELD_QUICK = HELD[:5]
+# One feature at a time on the zero-delay link (feature_costs).
+FEATURES = (
+    ("plain", {}),
+    ("router queue in bytes", {"queue_bytes": "1MB"}),
+    ("RED", {"red": {"min": 150, "max": 190, "max_p": 0.1, "weight": 0.002}}),
+    ("loss model", {"loss": {"model": "gilbert-elliott", "p": 0.0001, "r": 0.5}}),
+    ("delay variation", {"jitter": {"distribution": "uniform", "jitter": "0ms"}}),
+    ("packet faults", {"duplicate": 0.0001}),
+    ("sojourn ramp", {"sojourn_ramp": {"target": "40ms"}}),
+    ("priority class", {"priority": {"match": [{"protocol": "tcp"}]}}),
+)
+HELD_TIMED = (5000, 10000)   # held asleep: a switch with timed departure only
 ARRIVALS_HELD = HELD[:6]   # beyond, linkemu's loop loses frames, which later runs would meet
 CAPACITY_DELAYS_MS = (20, 160)
 # The TCP targets' links: 100 Mbit/s with 20 and 160 ms round trips.
@@ -367,7 +380,7 @@ class Bench:
         first run after other work is slower (measured: p50 0.26 against
         0.10 ms with 10 held in the bare loop, 1.03 against 0.33 in linkemu)."""
         rows = []
-        counts = HELD_QUICK if self.quick else HELD
+        counts = HELD_QUICK if self.quick else HELD + (HELD_TIMED if self.switch.timed else ())
         for held in counts[:1] + counts:
             if profile is not None:
                 self.push(profile)
@@ -383,10 +396,14 @@ class Bench:
         how many left after a later frame, and the spells (1 ms or more) in
         which a due frame was inside and none left."""
         refused = self.refused()
+        idle_rss = self.switch.rss_bytes()
+        held_rss = []
         run = self.send(what, [(i * spacing, 200) for i in range(count)],
-                        wait=1.5, hold_us=1_000_000)
+                        wait=1.5, hold_us=1_000_000,
+                        marks={count - 1: lambda: held_rss.append(self.switch.rss_bytes())})
         stalls = run.stalls(1.0)
         return {"delivered": len(run.departures), "refused": self.refused() - refused,
+                "rss_mb": held_rss[0] / 1e6, "rss_held_mb": (held_rss[0] - idle_rss) / 1e6,
                 **percentiles([x - 1.0 for x in run.latencies()]),
                 "out_of_order": run.out_of_order(), "stalls": len(stalls),
                 "stalled_ms": sum(stalls) * 1e3}
@@ -414,6 +431,33 @@ class Bench:
                                                 BURST, spacing)})
         return rows
 
+    def behind_retransmission(self):
+        """BURST frames behind one that ARQ retransmits after 1 s, three
+        times: the first frame meets errors of 1 and waits for its
+        retransmission; the errors gone, BURST frames follow 0.1 ms apart,
+        due 10 ms later, and wait for their turn in link order. Each is
+        released once the retransmitted frame has left: its error is its
+        departure less the retransmitted frame's."""
+        rows = []
+        for _ in range(3):
+            self.push(link(delay="10ms", error=1.0,
+                           arq={"delay": "1000ms", "max_retransmissions": 1}))
+
+            def errors_gone():
+                self.controller.modify(dataplane.link_state_entries(
+                    {"downlink": 0.0, "uplink": 0.0}))
+
+            schedule = [(0, 200)] + [(0.05 + i * 0.0001, 200) for i in range(BURST)]
+            run = self.send(f"{BURST} behind a retransmission", schedule, wait=1.5,
+                            marks={1: errors_gone})
+            out = {frame_seq(f.data): f.ts for f in run.departures}
+            first = out.pop(0, None)
+            rows.append({"frames": BURST, "delivered": len(out),
+                         "retransmitted_out": first is not None,
+                         "out_of_order": run.out_of_order(),
+                         **percentiles([t - first for t in out.values()] if first else [])})
+        return rows
+
     def refused(self):
         """Frames linkemu refused on arrival so far, its hold loop full (drop_hold)."""
         if not self.linkemu:
@@ -422,7 +466,7 @@ class Bench:
                    dataplane.read_counters(self.controller)["drop_hold"].values())
 
     # Capacity ----------------------------------------------------------------
-    def saturated_rate(self):
+    def saturated_rate(self, ramps=None):
         """The most frames/s the switch delivered at zero added delay, 64 B
         frames offered at rising rates until it takes less than half of
         them: the rate its core sustains, without the all-or-nothing of a
@@ -435,7 +479,7 @@ class Bench:
         the machine only ever slows a switch down."""
         self.last_sent = "the saturated zero-delay rate"
         ramps = []
-        for _ in range(2 if self.quick else 3):
+        for _ in range(ramps or (2 if self.quick else 3)):
             ramp = []
             for pps in SATURATION_RAMP:
                 ramp.append(self.offer(pps))
@@ -485,6 +529,21 @@ class Bench:
         self.wait_until_idle()
         return {"sustained_pps": max(full) if full else 0, "sweep": rows,
                 "saturated": self.saturated_rate()}
+
+    def feature_costs(self):
+        """What each of a profile's features costs an arrival: the saturated
+        zero-delay rate (64 B frames; one ramp) and the switch's CPU a frame
+        on a 1 Gbit/s link (far above what BMv2 forwards: no queue builds),
+        plain, then with one feature on each time (a feature's parameters as
+        small as keep its frames at no added delay where it can)."""
+        rows = []
+        for name, extra in FEATURES:
+            self.push(link(rate="1Gbit", **extra))
+            cpu = self.switch.cpu_seconds()
+            saturated = self.saturated_rate(ramps=1)
+            rows.append({"feature": name, "delivered_pps": saturated["delivered_pps"],
+                         "cpu_s": self.switch.cpu_seconds() - cpu})
+        return rows
 
     def held_cpu(self, hold_us=0):
         """Switch cores busy while N frames sit held for 2 s (linkemu: its
@@ -583,7 +642,8 @@ def build_info():
     binary = shutil.which("simple_switch_grpc")
     version = subprocess.run([binary, "--version"], capture_output=True, text=True).stdout.strip()
     config = Path(binary).resolve().parent.parent / "include" / "bm" / "config.h"
-    info = {"simple_switch_grpc": binary, "version": version}
+    info = {"simple_switch_grpc": binary, "version": version,
+            "timed_departure": has_timed_departure(binary)}
     if config.exists():
         text = config.read_text()
         for macro in ("LOG_DEBUG_ON", "LOG_TRACE_ON", "ELOG_ON"):
@@ -669,8 +729,10 @@ def run_linkemu(quick):
             results["loss"] = bench.loss_fidelity()
             results["state_change"] = bench.state_changes()
             results["zero_delay"] = bench.zero_delay_throughput(link())
+            results["feature_costs"] = bench.feature_costs()
             results["held_cpu"] = bench.held_cpu()
             results["link_order"] = bench.link_order_cost()
+            results["behind_retransmission"] = bench.behind_retransmission()
             results["event_log"] = bench.event_log_cost()
             # Last: beyond about 1000 held linkemu's loop loses frames.
             results["hold_floor"] = bench.hold_floor(link(delay="1s"))

@@ -85,6 +85,16 @@ def iperf_figures(output):
         return {"goodput_bps": None}
 
 
+def path_times(profile):
+    """The profile's round trip, and what the sender's full router queue
+    adds to it (frames of the MTU)."""
+    way = profile.downlink
+    frame_bits = (profile.mtu + way.overhead_bytes) * 8
+    return {"round_trip_ms": (profile.downlink.delay_us + profile.uplink.delay_us) / 1e3,
+            "queue_ms": way.queue_packets * frame_bits / way.rate_bps * 1e3
+            if way.rate_bps else 0.0}
+
+
 def measure(profile_path, seconds, workdir, program="linkemu", congestion=CONGESTION):
     # Mininet only here: the figures above are read without it.
     from linkemu.testbed.emunet import emulated_link
@@ -130,7 +140,7 @@ def measure(profile_path, seconds, workdir, program="linkemu", congestion=CONGES
     results = {"profile": profile.name, "rate_bps": profile.downlink.rate_bps,
                "program": program, "tcp_seconds": seconds,
                "congestion": congestion, "buffer_bytes": buffer_bytes,
-               **iperf_figures(output), "switch_cpu_cores": round(cpu, 3),
+               **path_times(profile), **iperf_figures(output), "switch_cpu_cores": round(cpu, 3),
                "counters": counters}
     if linked:
         for name, src, dst, direction in (("downlink", fixed, mobile, profile.downlink),

@@ -130,9 +130,10 @@ def flood(peers, pps, seconds, size=64):
             "delivered_pps": (got1 - got0) / (t1 - t0)}
 
 
-def paced(switch, peers, schedule, wait, at_start=None, hold_us=0):
+def paced(switch, peers, schedule, wait, at_start=None, hold_us=0, marks=None):
     """Sends frames at `schedule` [(offset s, size)] and waits `wait` s more;
-    calls at_start() just before the first frame goes.
+    calls at_start() just before the first frame goes, and marks[i]() just
+    before frame i.
 
     Returns a Run."""
     with tempfile.TemporaryDirectory() as workdir:
@@ -143,7 +144,7 @@ def paced(switch, peers, schedule, wait, at_start=None, hold_us=0):
         try:
             send(peers[1], [(offset, frame(i, size, hold_us))
                             for i, (offset, size) in enumerate(schedule)],
-                 {0: at_start} if at_start else {})
+                 {**(marks or {}), **({0: at_start} if at_start else {})})
             time.sleep(wait)
         finally:
             for capture in captures:
