@@ -34,9 +34,11 @@ from linkemu.drivers.state_driver import StateDriver, running
 from linkemu.model.link_states import constant_errors, walk
 from linkemu.model.profile import parse_profile
 from linkemu.program import constants as p4
-from linkemu.switch import dataplane
-from linkemu.switch.dataplane import Port, PortLayout
+from linkemu.switch.counters import in_flight, read_counters
+from linkemu.switch.entries.link_errors import link_state_entries
 from linkemu.switch.p4runtime import Switch
+from linkemu.switch.ports import Port, PortLayout
+from linkemu.switch.push import push_profile
 from linkemu.testbed import leftovers
 from linkemu.testbed.bmv2 import has_timed_departure
 from linkemu.testbed.veth_switch import veth_switch, veth_testbed
@@ -130,7 +132,7 @@ class Bench:
         a backlog still in the hold loop would slow the next measurement."""
         self.wait_until_idle()
         if self.linkemu:
-            dataplane.push_profile(self.controller, profile)
+            push_profile(self.controller, profile)
             return
         entries = self.link_entries(profile.downlink)
         for table in dict.fromkeys(e.table for e in entries):
@@ -164,8 +166,7 @@ class Bench:
                                          f"{self.last_sent}")
                     return
         while True:
-            shortfall = dataplane.in_flight(dataplane.read_counters(self.controller),
-                                            "downlink")
+            shortfall = in_flight(read_counters(self.controller), "downlink")
             if shortfall <= self.unaccounted:
                 break
             if time.monotonic() > deadline:
@@ -444,7 +445,7 @@ class Bench:
                            arq={"delay": "1000ms", "max_retransmissions": 1}))
 
             def errors_gone():
-                self.controller.modify(dataplane.link_state_entries(
+                self.controller.modify(link_state_entries(
                     {"downlink": 0.0, "uplink": 0.0}))
 
             schedule = [(0, 200)] + [(0.05 + i * 0.0001, 200) for i in range(BURST)]
@@ -463,7 +464,7 @@ class Bench:
         if not self.linkemu:
             return 0
         return sum(c[0] for c in
-                   dataplane.read_counters(self.controller)["drop_hold"].values())
+                   read_counters(self.controller)["drop_hold"].values())
 
     # Capacity ----------------------------------------------------------------
     def saturated_rate(self, ramps=None):

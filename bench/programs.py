@@ -3,8 +3,8 @@ table entries that give a baseline the link of a profile's direction."""
 
 from pathlib import Path
 
-from linkemu.switch import dataplane
-from linkemu.switch.p4runtime import TableEntry, Ternary
+from linkemu.switch.codes import byte_cost_q
+from linkemu.switch.entities import TableEntry, Ternary
 
 ROOT = Path(__file__).resolve().parent.parent
 BUILD = ROOT / "build"
@@ -27,7 +27,7 @@ PLAIN = "PlainIngress."
 def minimal_link_entries(direction):
     """bench/minimal_link.p4's link, both ways, from a profile's direction: its
     rate, delay and queue limit, no errors."""
-    params = {"byte_cost_q": dataplane.byte_cost_q(direction.rate_bps),
+    params = {"byte_cost_q": byte_cost_q(direction.rate_bps),
               "delay_us": direction.delay_us, "queue_limit": direction.queue_packets,
               "state_change_us": 0, "error_now": 0, "error_next": 0}
     return [TableEntry(MINIMAL_LINK, {"hdr.link.dir": way}, "MinimalIngress.arrive", params)
@@ -38,7 +38,7 @@ def plain_arrival_entries(direction):
     """bench/plain_arrival.p4's port map (port 1 <-> port 2, as LAYOUT) and its
     link, both ways, from a profile's direction: its rate, per-frame overhead,
     delay and router queue limits."""
-    link = {"byte_cost_q": dataplane.byte_cost_q(direction.rate_bps),
+    link = {"byte_cost_q": byte_cost_q(direction.rate_bps),
             "overhead_bytes": direction.overhead_bytes, "delay_us": direction.delay_us,
             "queue_limit": direction.queue_packets,
             "queue_bytes_limit": direction.queue_bytes or 0}

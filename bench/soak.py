@@ -31,7 +31,8 @@ from pathlib import Path
 from linkemu.drivers.event_log import outcomes, read_events
 from linkemu.drivers.state_driver import StateDriver
 from linkemu.model.profile import load_profile
-from linkemu.switch import dataplane
+from linkemu.switch.codes import DIRECTION_IDS
+from linkemu.switch.counters import in_flight, wait_until_idle
 from linkemu.switch.p4runtime import Switch
 from linkemu.testbed import leftovers
 from linkemu.testbed.bmv2 import free_tcp_port
@@ -80,11 +81,11 @@ def analyse(events, counters, applied, memory, start_us, end_us, window_s=WINDOW
                 if e.released and not e.has("held")]
     logged = outcomes(events)
     accounting = {}
-    for direction in dataplane.DIRECTION_IDS:
+    for direction in DIRECTION_IDS:
         entered = counters["link_in"][direction][0]
         accounting[direction] = {
             "entered": entered,
-            "unaccounted": dataplane.in_flight(counters, direction),
+            "unaccounted": in_flight(counters, direction),
             "log_minus_counters": sum(logged[direction].values()) - entered}
     first, last = memory[0], memory[-1]
     growth = {name: (last[i] - first[i]) / first[i]
@@ -93,7 +94,7 @@ def analyse(events, counters, applied, memory, start_us, end_us, window_s=WINDOW
     # Frames that left the link per window: the traffic must not have stopped.
     carried = {direction: {name: spread["count"] for name, spread in windows(
         [(e.arrival_us / 1e6, 0) for e in events if e.released and e.direction == direction],
-        start_s, end_s, window_s).items()} for direction in dataplane.DIRECTION_IDS}
+        start_s, end_s, window_s).items()} for direction in DIRECTION_IDS}
     flowing = all(c["last"] >= FLOWING * c["first"] for c in carried.values())
     return {
         "minutes": (end_s - start_s) / 60,
@@ -152,14 +153,14 @@ def soak(seconds, sample_s, workdir):
                 process.kill()
                 process.wait()
         with Switch(s1.bmv2.grpc_address, primary=False) as controller:
-            counters, _ = dataplane.wait_until_idle(controller, 60, poll_s=1)
+            counters, _ = wait_until_idle(controller, 60, poll_s=1)
         start_us = states.clock.switch_us(started)
         end_us = states.clock.switch_us(started + seconds)
         applied = [(a.applied_unix - a.latency_s - started, a.latency_s)
                    for a in states.applied]
     report = analyse(read_events(events_path), counters, applied, memory, start_us, end_us)
     report["delivered_bps"] = {d: counters["link_out"][d][1] * 8 / seconds
-                               for d in dataplane.DIRECTION_IDS}
+                               for d in DIRECTION_IDS}
     report["memory_samples"] = memory
     return report
 

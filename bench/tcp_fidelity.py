@@ -24,7 +24,7 @@ from pathlib import Path
 from linkemu.drivers.fidelity import compare
 from linkemu.experiments.tcp_config import AVAILABLE_CC
 from linkemu.model.profile import load_profile
-from linkemu.switch import dataplane
+from linkemu.switch.counters import read_counters
 from linkemu.switch.p4runtime import Switch
 from linkemu.testbed import leftovers
 from linkemu.testbed.bmv2 import free_tcp_port
@@ -111,7 +111,7 @@ def measure(profile_path, seconds, workdir, program="linkemu", congestion=CONGES
         h1.cmd("ping -c 2 -i 0.2", h2.IP())  # ARP out of the way
         if program == "linkemu":
             with Switch(s1.bmv2.grpc_address) as controller:
-                before = dataplane.read_counters(controller)["link_in"]
+                before = read_counters(controller)["link_in"]
         captures = {(i, d): Capture(i, d, Path(workdir) / f"{i}-{d}.pcap")
                     for i in (fixed, mobile) for d in ("in", "out")} if linked else {}
         for capture in captures.values():
@@ -135,7 +135,7 @@ def measure(profile_path, seconds, workdir, program="linkemu", congestion=CONGES
         counters = taken_in = None
         if program == "linkemu":
             with Switch(s1.bmv2.grpc_address) as controller:
-                counters = dataplane.read_counters(controller)
+                counters = read_counters(controller)
             taken_in = {d: counters["link_in"][d][0] - before[d][0] for d in before}
     results = {"profile": profile.name, "rate_bps": profile.downlink.rate_bps,
                "program": program, "tcp_seconds": seconds,

@@ -25,8 +25,12 @@ from linkemu.drivers.fidelity import compare, frame_class
 from linkemu.model.link_states import constant_errors
 from linkemu.model.profile import parse_profile
 from linkemu.program import constants as p4
-from linkemu.switch import dataplane
+from linkemu.switch.codes import DIRECTION_IDS
+from linkemu.switch.counters import in_flight, read_counters
+from linkemu.switch.entries.link_errors import link_state_entries
 from linkemu.switch.p4runtime import Switch
+from linkemu.switch.ports import Port, PortLayout
+from linkemu.switch.push import push_profile
 from linkemu.switch.thrift_runtime import SwitchQueues
 from linkemu.testbed.capture import Capture
 
@@ -57,9 +61,9 @@ IDEAL = {"downlink": {"rate": "unlimited"}, "uplink": {"rate": "unlimited"}}
 
 
 def layout():
-    return dataplane.PortLayout(
-        fixed=(dataplane.Port(FIXED_PORT, HOST_MACS[FIXED_PORT]),),
-        mobile=tuple(dataplane.Port(p, HOST_MACS[p]) for p in MOBILE_PORTS))
+    return PortLayout(
+        fixed=(Port(FIXED_PORT, HOST_MACS[FIXED_PORT]),),
+        mobile=tuple(Port(p, HOST_MACS[p]) for p in MOBILE_PORTS))
 
 
 def profile(**directions):
@@ -101,7 +105,7 @@ def is_udp_frame(data):
 _warm = False
 # Frames counted into the switch and not out when the last test started:
 # none, unless an earlier test's frames would not leave (see setUp).
-_inside = {direction: 0 for direction in dataplane.DIRECTION_IDS}
+_inside = {direction: 0 for direction in DIRECTION_IDS}
 
 
 class LinkemuTest(BaseTest):
@@ -145,7 +149,7 @@ class LinkemuTest(BaseTest):
             # Holds last seconds and keep their instants across a push: a
             # test that failed mid-hold would hand its frames to the next.
             deadline = time.time() + LEAVE_TIMEOUT_S
-            for direction in dataplane.DIRECTION_IDS:
+            for direction in DIRECTION_IDS:
                 self.wait_until_idle(self.start_reading, direction,
                                      max(0.0, deadline - time.time()))
             self.drain()
@@ -157,7 +161,7 @@ class LinkemuTest(BaseTest):
         (its tearDown gave up on them). Only this test fails for them: a
         frame lost inside BMv2 is never counted out."""
         global _inside
-        inside = {d: dataplane.in_flight(self.start_reading, d) for d in dataplane.DIRECTION_IDS}
+        inside = {d: in_flight(self.start_reading, d) for d in DIRECTION_IDS}
         left = {d: n - _inside[d] for d, n in inside.items() if n > _inside[d]}
         _inside = inside
         self.assertEqual(left, {}, "frames of an earlier test are still inside the switch")
@@ -168,11 +172,11 @@ class LinkemuTest(BaseTest):
         if errors:
             directions = {**directions,
                           "link_states": constant_errors({"downlink": errors, "uplink": errors})}
-        dataplane.push_profile(self.switch, profile(**directions))
+        push_profile(self.switch, profile(**directions))
 
     def set_errors(self, probability):
         """Both directions' link error probability, as a link state would set it."""
-        self.switch.modify(dataplane.link_state_entries(
+        self.switch.modify(link_state_entries(
             {"downlink": probability, "uplink": probability}))
 
     def send_spaced(self, src, dst, count, interval, length=100, first_seq=0, at_start=None):
@@ -199,7 +203,7 @@ class LinkemuTest(BaseTest):
         self.addCleanup(set_rate, 0)   # no limit, BMv2's default
 
     def counters(self):
-        return dataplane.read_counters(self.switch)
+        return read_counters(self.switch)
 
     @staticmethod
     def switch_cpu_seconds():
@@ -228,10 +232,10 @@ class LinkemuTest(BaseTest):
         spill into the next test. Counted from `before`, so that a frame an
         earlier test left inside BMv2 (dropped from its own queues, never
         counted out) does not hold this one up."""
-        held_before = dataplane.in_flight(before, direction)
+        held_before = in_flight(before, direction)
         deadline = time.time() + timeout
         while True:
-            inside = dataplane.in_flight(self.counters(), direction) - held_before
+            inside = in_flight(self.counters(), direction) - held_before
             if inside <= 0:
                 return
             if time.time() > deadline:

@@ -8,7 +8,7 @@ from scapy.layers.inet import IP
 from scapy.layers.l2 import Ether
 
 from linkemu.drivers import queue_monitor
-from linkemu.switch import dataplane
+from linkemu.switch.entries.red import red_curve
 from linkemu_base import (ETH_HEADER, FIXED_PORT, MOBILE_PORTS, LinkemuTest, frame_seq, profile,
                           seqs, udp_frame)
 
@@ -80,7 +80,7 @@ class RedCurveTest(LinkemuTest):
         self.assertLessEqual(count - aqm - tail, 2, "the link freed queue slots meanwhile")
 
         red = profile(downlink=link).downlink.red
-        p_b = next(round(p * 65536) / 65536 for low, high, p in dataplane.red_curve(red)
+        p_b = next(round(p * 65536) / 65536 for low, high, p in red_curve(red)
                    if p is not None and low <= 6 * 65536 - 1 <= high)
         # Signals are uniformly spaced on 1 .. 1/p_b: mean gap sum(1 - n p_b).
         mean_gap = sum(max(0.0, 1 - n * p_b) for n in range(int(1 / p_b) + 2))
@@ -121,7 +121,7 @@ def signal_law(red, averages):
     signalled when count x p_b (Q.16) reaches R, uniform on 0..65535 and
     drawn anew at each signal; one below the curve sets the count to 0.
     Between signals R is only known to exceed every count x p_b so far (M)."""
-    curve = dataplane.red_curve(red)
+    curve = red_curve(red)
     states = {(0, 0, -1): 1.0}   # (signals, count, M) -> probability
     for avg in averages:
         p_b = next((p for low, high, p in curve if low <= avg <= high), 0.0)

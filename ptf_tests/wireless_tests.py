@@ -14,8 +14,8 @@ from linkemu.drivers import switch_clock
 from linkemu.drivers.fidelity import loss_bursts
 from linkemu.drivers.state_driver import StateDriver
 from linkemu.model.link_states import Segment, walk
-from linkemu.switch import dataplane
 from linkemu.switch.p4runtime import Switch
+from linkemu.switch.push import push_profile
 from linkemu.testbed.bmv2 import free_tcp_port
 from linkemu_base import (FIXED_PORT, MAX_LATE_S, MOBILE_PORTS, LinkemuTest, frame_seq,
                           profile, seqs)
@@ -352,7 +352,7 @@ class DriverSurvivesPushTest(LinkemuTest):
             thread.start()
             time.sleep(0.7)
             with Switch(self.switch.address) as other:
-                dataplane.push_profile(other, profile(downlink={"rate": "1Mbit"}))
+                push_profile(other, profile(downlink={"rate": "1Mbit"}))
             thread.join()
         self.assertIsNone(driver.error)
         self.assertEqual(driver.latency_summary()["changes"], 10)

@@ -17,7 +17,7 @@ import traffic  # noqa: E402
 from conftest import compiled, environment  # noqa: E402
 from linkemu.drivers.fidelity import Frame  # noqa: E402
 from linkemu.model.profile import parse_profile  # noqa: E402
-from linkemu.switch.p4runtime import P4Info  # noqa: E402
+from linkemu.switch.p4info import P4Info  # noqa: E402
 
 
 def cell(rate, load, p99, rate_error=None, held=30):

@@ -12,7 +12,7 @@ from scapy.utils import PcapReader
 
 from conftest import environment, mininet
 from linkemu.model.profile import load_profile
-from linkemu.switch import dataplane
+from linkemu.switch.counters import read_counters
 from linkemu.switch.p4runtime import Switch
 from linkemu.testbed.bmv2 import free_tcp_port
 
@@ -63,7 +63,7 @@ def test_ack_bursts_after_bad_states_and_bulk_completes(tmp_path):
         capture.terminate()
         capture.wait()
         with Switch(f"127.0.0.1:{grpc_port}", primary=False) as switch:
-            held_behind = dataplane.read_counters(switch)["held_behind"]["uplink"][0]
+            held_behind = read_counters(switch)["held_behind"]["uplink"][0]
     report = json.loads(output)
     assert "error" not in report, report.get("error")
     assert report["end"]["sum_received"]["bytes"] >= BULK_BYTES

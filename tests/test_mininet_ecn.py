@@ -9,7 +9,7 @@ from scapy.utils import PcapReader
 
 from conftest import environment, mininet
 from linkemu.model.profile import parse_profile
-from linkemu.switch import dataplane
+from linkemu.switch.counters import read_counters
 from linkemu.switch.p4runtime import Switch
 from linkemu.testbed.bmv2 import free_tcp_port
 
@@ -39,7 +39,7 @@ def test_two_ecn_flows_are_marked_not_dropped(tmp_path):
         capture.terminate()
         capture.wait()
         with Switch(f"127.0.0.1:{port}") as controller:
-            counters = dataplane.read_counters(controller)
+            counters = read_counters(controller)
     assert report["end"]["sum_received"]["bytes"] > 0
     data = [p for p in PcapReader(str(pcap)) if IP in p and TCP in p and p[TCP].payload]
     ce = [p for p in data if p[IP].tos & 3 == 3]

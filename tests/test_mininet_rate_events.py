@@ -11,7 +11,7 @@ from conftest import environment, mininet
 from linkemu_base import MAX_LATE_S, P90_LATE_S
 from linkemu.drivers.event_log import check_timing, outcomes, read_events
 from linkemu.model.profile import parse_profile
-from linkemu.switch import dataplane
+from linkemu.switch.counters import read_counters
 from linkemu.switch.p4runtime import Switch
 from linkemu.testbed.bmv2 import free_tcp_port
 
@@ -38,7 +38,7 @@ def test_rate_changes_and_the_event_log_in_mininet(tmp_path):
         server.wait(timeout=30)
         time.sleep(1)
         with Switch(f"127.0.0.1:{grpc_port}") as switch:
-            counters = dataplane.read_counters(switch)
+            counters = read_counters(switch)
     report = json.loads(output)
     assert "error" not in report, report.get("error")
     with open(rates, newline="") as f:

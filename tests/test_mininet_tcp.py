@@ -27,12 +27,12 @@ def link_1mbit_50ms():
 
 def test_a_new_switch_is_warmed_up_and_counts_from_zero(link_1mbit_50ms):
     # First in this module: the tests after it send frames.
-    from linkemu.switch import dataplane
+    from linkemu.switch.counters import read_counters
     from linkemu.switch.p4runtime import Switch
     from linkemu.testbed.emunet import WARM_UP_FRAMES
     assert link_1mbit_50ms.warmed_up >= 0.9 * WARM_UP_FRAMES
     with Switch(link_1mbit_50ms.get("s1").bmv2.grpc_address, primary=False) as switch:
-        counters = dataplane.read_counters(switch)
+        counters = read_counters(switch)
     assert all(packets == 0 for cells in counters.values() for packets, _ in cells.values()), \
         counters
 

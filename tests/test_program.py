@@ -6,8 +6,9 @@ from collections import Counter
 
 from conftest import BUILD, ROOT, compiled_program, environment
 from linkemu.model.profile import load_profile, parse_profile
-from linkemu.switch import dataplane
-from linkemu.switch.p4runtime import P4Info
+from linkemu.switch.counters import HELD_CELLS, HELD_ONLY, QUEUE_COUNTERS
+from linkemu.switch.p4info import P4Info
+from linkemu.switch.push import entry_problems
 
 BMV2_JSON = BUILD / "linkemu.json"
 P4INFO = BUILD / "linkemu.p4info.txtpb"
@@ -37,9 +38,9 @@ def test_the_generated_constants_are_what_this_build_gives():
 def test_the_controller_takes_off_as_many_bytes_as_a_held_packet_carries():
     program = json.loads(BMV2_JSON.read_text())
     sizes = {c["name"].rsplit(".", 1)[-1]: c["size"] for c in program["counter_arrays"]}
-    for name in dataplane.HELD_CELLS + dataplane.HELD_ONLY:
-        cells = 4 if name in dataplane.QUEUE_COUNTERS else 2
-        assert sizes[name] == (2 * cells if name in dataplane.HELD_CELLS else cells), name
+    for name in HELD_CELLS + HELD_ONLY:
+        cells = 4 if name in QUEUE_COUNTERS else 2
+        assert sizes[name] == (2 * cells if name in HELD_CELLS else cells), name
 
 
 def profile(**downlink):
@@ -49,7 +50,7 @@ def profile(**downlink):
 def test_the_programs_widths_refuse_what_push_could_not_write():
     info = P4Info.from_file(P4INFO)
     for path in sorted((ROOT / "profiles").glob("*.yaml")):
-        assert dataplane.entry_problems(load_profile(path), info) == [], path
+        assert entry_problems(load_profile(path), info) == [], path
     for bad, field in [
             (profile(queue_bytes="5000MB"), "queue_bytes_limit"),
             (profile(arq={"delay": "400000000s", "max_retransmissions": 1}), "retx_delay_us"),
@@ -57,7 +58,7 @@ def test_the_programs_widths_refuse_what_push_could_not_write():
             (profile(jitter={"distribution": "uniform", "jitter": "400000000s"}), "stall_us"),
             (profile(rate="1kbit", priority={"match": [{"protocol": "udp"}], "share": 1e-9}),
              "share_cost_q")]:
-        problems = dataplane.entry_problems(bad, info)
+        problems = entry_problems(bad, info)
         assert any(f" {field}: " in p and "does not fit in" in p for p in problems), problems
 
 

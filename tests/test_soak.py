@@ -6,7 +6,8 @@ from pathlib import Path
 sys.path.append(str(Path(__file__).resolve().parent.parent / "bench"))
 import soak  # noqa: E402
 from linkemu.drivers.event_log import FLAGS, Event  # noqa: E402
-from linkemu.switch import dataplane  # noqa: E402
+from linkemu.program import constants as p4  # noqa: E402
+from linkemu.switch.codes import DIRECTION_IDS  # noqa: E402
 
 
 def event(arrival_s, error_ms, direction="downlink", outcome="released", flags=0):
@@ -16,7 +17,7 @@ def event(arrival_s, error_ms, direction="downlink", outcome="released", flags=0
 
 
 def counters(entered, left, dropped):
-    cells = {name: {d: (0, 0) for d in dataplane.DIRECTION_IDS} for name in dataplane.COUNTERS}
+    cells = {name: {d: (0, 0) for d in DIRECTION_IDS} for name in p4.COUNTERS}
     cells["link_in"]["downlink"] = (entered, 0)
     cells["link_out"]["downlink"] = (left, 0)
     cells["drop_link_error"]["downlink"] = (dropped, 0)

@@ -16,9 +16,14 @@ from .experiments.tcp_config import bpf_controls
 from .model.fields import shown
 from .model.link_states import TimelineError, read_timeline, walk, write_timeline
 from .model.profile import ProfileError, load_profile
-from .switch import dataplane
-from .switch.dataplane import Port, PortLayout
-from .switch.p4runtime import P4Info, P4RuntimeError, Switch
+from .switch.codes import CLASS_IDS, DIRECTION_IDS
+from .switch.counters import QUEUE_COUNTERS, read_counters
+from .switch.entries.link_params import link_error_directions
+from .switch.errors import P4RuntimeError
+from .switch.p4info import P4Info
+from .switch.p4runtime import Switch
+from .switch.ports import Port, PortLayout
+from .switch.push import entry_problems, install, push_profile
 from .testbed import bpf_cc, leftovers
 from .testbed.bmv2 import GET_TOOLS, SWITCH_TOOLS, hold_warnings, missing_tools
 
@@ -55,7 +60,7 @@ def _program(p4info_path):
 def _writable(profiles, p4info):
     """Problems of the profiles ({name: Profile}) that push could not write."""
     return [f"profile {name}: {problem}" for name, profile in profiles.items()
-            for problem in dataplane.entry_problems(profile, p4info)]
+            for problem in entry_problems(profile, p4info)]
 
 
 def _check(args):
@@ -63,7 +68,7 @@ def _check(args):
 
     def load(path):
         profile = load_profile(path)
-        problems = dataplane.entry_problems(profile, p4info)
+        problems = entry_problems(profile, p4info)
         if problems:
             raise ProfileError(path, problems)
         return profile
@@ -94,7 +99,7 @@ def _install(args):
     _warn(profile)
     layout = PortLayout(tuple(args.fixed), tuple(args.mobile))
     with _connect(args) as switch:
-        dataplane.install(switch, args.p4info, args.bmv2_json, layout, profile)
+        install(switch, args.p4info, args.bmv2_json, layout, profile)
     print(f"installed {args.bmv2_json} with profile {profile.name} on {args.switch}")
 
 
@@ -102,23 +107,23 @@ def _push(args):
     profile = load_profile(args.profile)
     _warn(profile)
     with _connect(args) as switch:
-        dataplane.push_profile(switch, profile)
+        push_profile(switch, profile)
     print(f"pushed profile {profile.name} to {args.switch}")
 
 
 def _counters(args):
     with _connect(args, primary=False) as switch:
-        counters = dataplane.read_counters(switch)
+        counters = read_counters(switch)
     if args.json:
         print(json.dumps(counters, indent=2))
         return
     print(f"{'counter':26} {'downlink pkts':>14} {'bytes':>12} {'uplink pkts':>12} {'bytes':>12}")
     split = any(cells.get(f"{d}/priority", (0, 0))[0]
-                for cells in counters.values() for d in dataplane.DIRECTION_IDS)
+                for cells in counters.values() for d in DIRECTION_IDS)
     for name, cells in counters.items():
         rows = [(name, "")]
-        if split and name in dataplane.QUEUE_COUNTERS:
-            rows += [(f"  {cls}", f"/{cls}") for cls in dataplane.CLASS_IDS]
+        if split and name in QUEUE_COUNTERS:
+            rows += [(f"  {cls}", f"/{cls}") for cls in CLASS_IDS]
         for label, suffix in rows:
             down = cells.get(f"downlink{suffix}", (0, 0))
             up = cells.get(f"uplink{suffix}", (0, 0))
@@ -151,8 +156,8 @@ def _states(args):
     segments = _segments(args, chain)
     record = args.record or default_record_path(profile.name)
     with _connect(args) as switch:
-        drawn = dataplane.link_error_directions(switch)
-        undrawn = [d for d in dataplane.DIRECTION_IDS if chain.has_errors(d) and d not in drawn]
+        drawn = link_error_directions(switch)
+        undrawn = [d for d in DIRECTION_IDS if chain.has_errors(d) and d not in drawn]
         if undrawn:
             raise ValueError(f"{args.profile}: its link states err the {' and '.join(undrawn)}, "
                              "where the profile on the switch draws no link errors: push "

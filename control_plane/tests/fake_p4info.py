@@ -6,8 +6,9 @@ from p4.config.v1 import p4info_pb2
 
 from linkemu.model.link_states import constant_errors
 from linkemu.model.profile import parse_profile
-from linkemu.switch import dataplane
-from linkemu.switch.p4runtime import P4Info, Range, Ternary
+from linkemu.switch.entities import Range, Ternary
+from linkemu.switch.p4info import P4Info
+from linkemu.switch.push import profile_entries
 
 MATCH_KINDS = {Ternary: p4info_pb2.MatchField.TERNARY, Range: p4info_pb2.MatchField.RANGE}
 RED = {"min": 2, "max": 7, "max_p": 0.1, "weight": 0.002}
@@ -34,7 +35,7 @@ def p4info(widths=None, sizes=None):
     info = p4info_pb2.P4Info()
     tables, actions = {}, {}
     for data in PROFILES:
-        for table, entries in dataplane.profile_entries(parse_profile(data)).items():
+        for table, entries in profile_entries(parse_profile(data)).items():
             fields = tables.setdefault(table, {})
             for entry in entries:
                 fields.update({k: type(v) for k, v in entry.match.items()})

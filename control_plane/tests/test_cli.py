@@ -12,7 +12,7 @@ from linkemu import cli
 from linkemu.cli import main
 from linkemu.experiments import results, runner
 from linkemu.model import link_states
-from linkemu.switch.p4runtime import TableEntry
+from linkemu.switch.entities import TableEntry
 from linkemu.testbed import bmv2, emunet
 from linkemu.testbed.bmv2 import free_tcp_port
 

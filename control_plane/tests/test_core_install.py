@@ -18,9 +18,9 @@ class Missing:
 sys.meta_path.insert(0, Missing())
 from linkemu import cli
 from linkemu.model.profile import load_profile
-from linkemu.switch import dataplane
+from linkemu.switch.push import profile_entries
 for path in sys.argv[1:]:
-    dataplane.profile_entries(load_profile(path))
+    profile_entries(load_profile(path))
 sys.exit(cli.main(["check", *sys.argv[1:]]))
 """
 

@@ -8,7 +8,9 @@ from linkemu.drivers.event_log import (FIELDS, Event, EventRecorder, check_timin
                                        event_from_digest, outcomes, read_events)
 from linkemu.experiments.runner import RunOnce
 from linkemu.program import constants as p4
-from linkemu.switch.p4runtime import P4Info, P4RuntimeError, Switch
+from linkemu.switch.errors import P4RuntimeError
+from linkemu.switch.p4info import P4Info
+from linkemu.switch.p4runtime import Switch
 from test_experiment import experiment as experiment_data, parse, problems
 
 

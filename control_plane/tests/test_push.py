@@ -12,8 +12,10 @@ import fake_p4info
 from linkemu.cli import main
 from linkemu.model.profile import ProfileError, parse_profile
 from linkemu.program import constants as p4
-from linkemu.switch import dataplane
-from linkemu.switch.p4runtime import P4Info, P4RuntimeError, Switch, _entry_key
+from linkemu.switch.errors import P4RuntimeError
+from linkemu.switch.p4info import P4Info
+from linkemu.switch.p4runtime import Switch, _entry_key
+from linkemu.switch.push import entry_problems, profile_entries, push_profile
 
 def profile(**downlink):
     return parse_profile({"downlink": downlink, "uplink": {}})
@@ -21,27 +23,27 @@ def profile(**downlink):
 
 def test_values_beyond_a_field_are_named_with_the_field_and_the_widths():
     info = fake_p4info.p4info(widths={"queue_bytes_limit": 32, "retx_delay_us": 48})
-    assert dataplane.entry_problems(profile(queue_bytes="5000MB"), info) == [
+    assert entry_problems(profile(queue_bytes="5000MB"), info) == [
         "queue_params (queue 0): set_queue queue_bytes_limit: 5000000000: does not fit "
         "in 32 bits; allowed 0 to 4294967295",
         "link (dir 0): plain queue_bytes_limit: 5000000000: does not fit in 32 bits; "
         "allowed 0 to 4294967295"]
     years = profile(arq={"delay": "400000000s", "max_retransmissions": 1})
-    assert dataplane.entry_problems(years, info) == [
+    assert entry_problems(years, info) == [
         "arq (dir 0): retransmit retx_delay_us: 400000000000000: does not fit in 48 "
         "bits; allowed 0 to 281474976710655"]
 
 
 def test_derived_parameters_beyond_any_number_are_problems_without_a_p4info():
     red = {"min": 5, "max": 15, "max_p": 0.1, "weight": 1e-17}
-    assert dataplane.entry_problems(profile(rate="1Mbit", red=red), None) == [
+    assert entry_problems(profile(rate="1Mbit", red=red), None) == [
         "its table entries cannot be computed: RED weight 1e-17 is below the data plane's "
         "2^-24"]
     mean = {**red, "weight": 0.002, "mean_packet": "1" + "0" * 308 + "B"}
-    assert dataplane.entry_problems(profile(rate="1Mbit", red=mean), None) == [
+    assert entry_problems(profile(rate="1Mbit", red=mean), None) == [
         "its table entries cannot be computed: int too large to convert to float"]
     tiny = profile(rate="1kbit", priority={"match": [{"protocol": "udp"}], "share": 1e-300})
-    assert dataplane.entry_problems(tiny, None)[0].startswith(
+    assert entry_problems(tiny, None)[0].startswith(
         "its table entries cannot be computed: ")
 
 
@@ -49,7 +51,7 @@ def test_more_entries_than_a_table_holds():
     jitter = {"distribution": "normal", "jitter": "5ms"}
     both = parse_profile({"downlink": {"jitter": jitter}, "uplink": {"jitter": jitter}})
     info = fake_p4info.p4info(sizes={p4.TABLE_JITTER: 1024})
-    assert dataplane.entry_problems(both, info) == ["jitter: 2048 entries; the table holds 1024"]
+    assert entry_problems(both, info) == ["jitter: 2048 entries; the table holds 1024"]
 
 
 class FakeRpcError(grpc.RpcError):
@@ -71,6 +73,7 @@ class TableStub:
     def __init__(self):
         self.entries = {}   # key -> protobuf TableEntry
         self.writes = 0
+        self.reads = 0
         self.refuse = lambda update: False
 
     def Write(self, request, timeout):
@@ -89,11 +92,12 @@ class TableStub:
             raise FakeRpcError()
 
     def Read(self, request, timeout):
-        table_id = request.entities[0].table_entry.table_id
+        self.reads += 1
         response = p4runtime_pb2.ReadResponse()
-        for entry in self.entries.values():
-            if entry.table_id == table_id:
-                response.entities.add(table_entry=entry)
+        for query in request.entities:
+            for entry in self.entries.values():
+                if entry.table_id == query.table_entry.table_id:
+                    response.entities.add(table_entry=entry)
         yield response
 
     def snapshot(self):
@@ -107,12 +111,12 @@ def stub_switch(widths=None):
     return switch
 
 
-def test_a_push_is_one_batch_and_leaves_exactly_the_profile():
+def test_a_push_is_one_read_and_one_batch_and_leaves_exactly_the_profile():
     switch = stub_switch()
-    dataplane.push_profile(switch, profile(rate="1Mbit", red=fake_p4info.RED))
-    dataplane.push_profile(switch, profile(rate="2Mbit", loss={"model": "bernoulli", "p": 0.1}))
-    assert switch._stub.writes == 2
-    tables = dataplane.profile_entries(profile(rate="2Mbit",
+    push_profile(switch, profile(rate="1Mbit", red=fake_p4info.RED))
+    push_profile(switch, profile(rate="2Mbit", loss={"model": "bernoulli", "p": 0.1}))
+    assert switch._stub.reads == switch._stub.writes == 2
+    tables = profile_entries(profile(rate="2Mbit",
                                               loss={"model": "bernoulli", "p": 0.1}))
     assert sorted(switch._stub.snapshot().values()) == sorted(
         switch.p4info.table_entry(e).SerializeToString()
@@ -121,23 +125,23 @@ def test_a_push_is_one_batch_and_leaves_exactly_the_profile():
 
 def test_a_refused_push_puts_the_previous_profile_back():
     switch = stub_switch()
-    dataplane.push_profile(switch, profile(rate="1Mbit", red=fake_p4info.RED))
+    push_profile(switch, profile(rate="1Mbit", red=fake_p4info.RED))
     before = switch._stub.snapshot()
     loss_model = switch.p4info.table(p4.TABLE_LOSS_MODEL).preamble.id
     switch._stub.refuse = lambda update: update.entity.table_entry.table_id == loss_model
     with pytest.raises(P4RuntimeError, match="refused; the previous entries are back"):
         # Queues, link parameters and the rest come before the loss model.
-        dataplane.push_profile(switch, profile(rate="2Mbit",
+        push_profile(switch, profile(rate="2Mbit",
                                                loss={"model": "bernoulli", "p": 0.1}))
     assert switch._stub.snapshot() == before
 
 
 def test_a_profile_the_program_cannot_hold_writes_nothing():
     switch = stub_switch(widths={"queue_bytes_limit": 32})
-    dataplane.push_profile(switch, profile(rate="1Mbit"))
+    push_profile(switch, profile(rate="1Mbit"))
     before, writes = switch._stub.snapshot(), switch._stub.writes
     with pytest.raises(ProfileError, match="queue_bytes_limit: 5000000000: does not fit"):
-        dataplane.push_profile(switch, profile(rate="2Mbit", queue_bytes="5000MB"))
+        push_profile(switch, profile(rate="2Mbit", queue_bytes="5000MB"))
     assert switch._stub.snapshot() == before and switch._stub.writes == writes
 
 

@@ -7,8 +7,10 @@ from linkemu.drivers.state_driver import RateDriver, rate_changes
 from linkemu.model.profile import ProfileError, parse_profile
 from linkemu.model.rate_schedule import RateSegment, RateTrace, read_trace_file
 from linkemu.program import constants as p4
-from linkemu.switch import dataplane
-from linkemu.switch.p4runtime import SwitchUnreachable
+from linkemu.switch.codes import byte_cost_q, queue_index
+from linkemu.switch.entries.link_params import link_params_entries, link_params_entry
+from linkemu.switch.entries.queue_params import queue_params_entries
+from linkemu.switch.errors import SwitchUnreachable
 
 
 def problems_of(data, base_dir="."):
@@ -161,13 +163,13 @@ def test_a_varying_rate_excludes_priority_and_the_sojourn_ramp():
 
 def test_a_varying_rate_defers_best_effort():
     profile = steps_profile([{"at": "1s", "outage": "1s"}])
-    down, up = dataplane.link_params_entries(profile)
+    down, up = link_params_entries(profile)
     assert down.params["features"] == p4.FEATURE_DEFERRED and down.params["down"] == 0
     assert up.params["features"] == 0
-    queues = {e.match["queue"]: e.params for e in dataplane.queue_params_entries(profile)}
-    assert queues[dataplane.queue_index("downlink", "best_effort")]["deferred"] == 1
-    assert queues[dataplane.queue_index("uplink", "best_effort")]["deferred"] == 0
-    outage = dataplane.link_params_entry(profile, "downlink", 10e6, down=True)
+    queues = {e.match["queue"]: e.params for e in queue_params_entries(profile)}
+    assert queues[queue_index("downlink", "best_effort")]["deferred"] == 1
+    assert queues[queue_index("uplink", "best_effort")]["deferred"] == 0
+    outage = link_params_entry(profile, "downlink", 10e6, down=True)
     assert outage.params == {**down.params, "down": 1}
 
 
@@ -204,9 +206,9 @@ def test_rate_driver_writes_both_directions_in_time_order(tmp_path):
     driver.run()
     assert [(e.match["dir"], e.params["byte_cost_q"], e.params["down"])
             for e in switch.written] == [
-        (0, dataplane.byte_cost_q(10e6), 0), (1, dataplane.byte_cost_q(1e6), 0),
-        (0, dataplane.byte_cost_q(5e6), 0), (1, dataplane.byte_cost_q(2e6), 0),
-        (0, dataplane.byte_cost_q(5e6), 1), (0, dataplane.byte_cost_q(5e6), 0)]
+        (0, byte_cost_q(10e6), 0), (1, byte_cost_q(1e6), 0),
+        (0, byte_cost_q(5e6), 0), (1, byte_cost_q(2e6), 0),
+        (0, byte_cost_q(5e6), 1), (0, byte_cost_q(5e6), 0)]
     lines = record.read_text().splitlines()
     assert lines[0] == "start_us,direction,rate_bps,down,applied_unix,latency_ms"
     assert lines[5].startswith("40000,downlink,5000000,1,")
@@ -222,8 +224,8 @@ def test_rate_driver_puts_its_rates_back_on_a_switch_it_lost(tmp_path):
     driver.run()
     assert switch.generation == 1 and len(driver.outages) == 1
     assert [(e.match["dir"], e.params["byte_cost_q"]) for e in switch.written] == [
-        (0, dataplane.byte_cost_q(10e6)), (1, dataplane.byte_cost_q(1e6)),
+        (0, byte_cost_q(10e6)), (1, byte_cost_q(1e6)),
         # back: both rates in force again, then the change that failed
-        (0, dataplane.byte_cost_q(10e6)), (1, dataplane.byte_cost_q(1e6)),
-        (0, dataplane.byte_cost_q(5e6)), (1, dataplane.byte_cost_q(2e6))]
+        (0, byte_cost_q(10e6)), (1, byte_cost_q(1e6)),
+        (0, byte_cost_q(5e6)), (1, byte_cost_q(2e6))]
     assert driver.latency_summary()["changes"] == 4

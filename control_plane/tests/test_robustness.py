@@ -24,7 +24,7 @@ from linkemu.model.files import load_yaml
 from linkemu.model.link_states import walk
 from linkemu.model.profile import ProfileError, load_profile, parse_profile
 from linkemu.model.rate_schedule import read_trace_file
-from linkemu.switch import dataplane
+from linkemu.switch.push import entry_problems
 
 ROOT = Path(__file__).resolve().parents[2]
 SECONDS = 10              # per example, the slowest valid profiles included
@@ -64,7 +64,7 @@ def use_profile(profile):
     """What the tools do with a valid profile: none of it may fail."""
     for direction in profile.directions().values():
         direction.describe()
-    assert isinstance(dataplane.entry_problems(profile, P4INFO), list)
+    assert isinstance(entry_problems(profile, P4INFO), list)
     if profile.states is not None:
         list(itertools.islice(walk(profile.states, seed=1), 50))
     for direction in profile.directions().values():

@@ -9,14 +9,16 @@ import pytest
 from linkemu.experiments import apps, runner
 from linkemu.experiments.experiment import Flow
 from linkemu.experiments.tcp_config import HostTcp
-from linkemu.switch import dataplane
+from linkemu.program import constants as p4
+from linkemu.switch import counters as switch_counters
+from linkemu.switch.codes import DIRECTION_IDS
 
 
 def test_frames_that_never_leave_are_counted_and_given_their_likely_cause(monkeypatch):
-    counters = {name: {d: (0, 0) for d in dataplane.DIRECTION_IDS} for name in dataplane.COUNTERS}
+    counters = {name: {d: (0, 0) for d in DIRECTION_IDS} for name in p4.COUNTERS}
     counters["link_in"]["downlink"] = (7, 0)
     counters["link_out"]["downlink"] = (4, 0)
-    monkeypatch.setattr(dataplane, "read_counters", lambda switch: counters)
+    monkeypatch.setattr(switch_counters, "read_counters", lambda switch: counters)
     monkeypatch.setattr(runner, "IDLE_TIMEOUT_S", 0.0)
     run = runner.RunOnce.__new__(runner.RunOnce)
     run.switch = None

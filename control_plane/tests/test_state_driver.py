@@ -5,8 +5,8 @@ from linkemu.drivers.state_driver import STATE_LEAD_S, StateDriver
 from linkemu.drivers.switch_clock import ProbeSample, SwitchClock
 from linkemu.model.link_states import Segment
 from linkemu.model.profile import parse_profile
-from linkemu.switch import dataplane
-from linkemu.switch.p4runtime import P4RuntimeError, SwitchUnreachable
+from linkemu.switch.entries.link_errors import link_state_entries
+from linkemu.switch.errors import P4RuntimeError, SwitchUnreachable
 
 
 class FakeClock:
@@ -150,9 +150,9 @@ def test_measure_takes_the_switch_back_from_another_client(clock):
 
 
 def test_link_state_entries_carry_the_change_and_its_instant():
-    now, = dataplane.link_state_entries({"downlink": 0.5}, {"downlink": 1.0}, 123_456)
+    now, = link_state_entries({"downlink": 0.5}, {"downlink": 1.0}, 123_456)
     assert now.params == {"threshold": 32768, "next": 65536, "at": 123_456}
-    fixed, = dataplane.link_state_entries({"uplink": 0.25})
+    fixed, = link_state_entries({"uplink": 0.25})
     assert fixed.params == {"threshold": 16384, "next": 16384, "at": 0}
 
 

@@ -8,7 +8,9 @@ from scipy import stats
 from linkemu.model.jitter import TABLE_SIZE, Jitter, delay_table
 from linkemu.model.profile import ProfileError, parse_profile
 from linkemu.program import constants as p4
-from linkemu.switch import dataplane
+from linkemu.switch.entries.delay_variation import delay_spike_entries, jitter_entries
+from linkemu.switch.entries.link_params import link_params_entries
+from linkemu.switch.entries.release import stall_us
 
 
 def direction(**fields):
@@ -106,25 +108,25 @@ def test_packet_fault_probabilities_are_checked(fault):
 
 
 def test_in_order_release_waits_out_the_longest_jitter_and_spike():
-    plain = dataplane.stall_us(direction(delay="50ms"))
+    plain = stall_us(direction(delay="50ms"))
     jittery = direction(delay="50ms", jitter={"distribution": "uniform", "jitter": "10ms"},
                         delay_spikes={"probability": 0.01, "length": "300ms"})
-    assert dataplane.stall_us(jittery) == pytest.approx(plain + 10_000 + 300_000, abs=20)
+    assert stall_us(jittery) == pytest.approx(plain + 10_000 + 300_000, abs=20)
     reordering = direction(jitter={"distribution": "uniform", "jitter": "10ms",
                                    "reorder": True})
-    assert dataplane.stall_us(reordering) == 0
+    assert stall_us(reordering) == 0
 
 
 def test_entries_hold_the_table_per_direction_and_set_the_feature():
     profile = parse_profile({
         "downlink": {"delay": "50ms", "jitter": {"distribution": "uniform", "jitter": "10ms"}},
         "uplink": {"delay_spikes": {"probability": 0.5, "length": "20ms"}}})
-    jitter = dataplane.jitter_entries(profile)
+    jitter = jitter_entries(profile)
     assert len(jitter) == TABLE_SIZE and {e.match["dir"] for e in jitter} == {0}
     assert sorted(e.match["rand_index"] for e in jitter) == list(range(TABLE_SIZE))
     assert [e.params["delay_us"] for e in jitter] == delay_table(profile.downlink.jitter, 50_000)
-    (spike,) = dataplane.delay_spike_entries(profile)
+    (spike,) = delay_spike_entries(profile)
     assert spike.match == {"dir": 1}
     assert spike.params == {"threshold": 1 << 15, "length_us": 20_000}
-    down, up = dataplane.link_params_entries(profile)
+    down, up = link_params_entries(profile)
     assert down.params["features"] == up.params["features"] == p4.FEATURE_DELAY_VARIATION

@@ -39,7 +39,7 @@ const bit<8> EVENT_DROP_QUEUE      = 1;   // router queue full
 const bit<8> EVENT_DROP_AQM        = 2;   // RED
 const bit<8> EVENT_DROP_LOSS_MODEL = 3;   // Bernoulli / Gilbert-Elliott
 const bit<8> EVENT_DROP_LINK_ERROR = 4;   // link error, after ARQ if any
-const bit<8> EVENT_DROP_HOLD       = 5;   // the hold loop full (HOLD_CAPACITY)
+const bit<8> EVENT_DROP_HOLD       = 5;   // the hold full (its capacity: hold_limit)
 // Flags of an event.
 const bit<8> EVENT_MARKED    = 1;   // CE marked (RED or the sojourn ramp)
 const bit<8> EVENT_HELD      = 2;   // held behind a retransmitted frame

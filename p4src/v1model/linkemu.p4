@@ -51,6 +51,7 @@ control LinkemuIngress(inout headers_t hdr, inout metadata_t meta,
 
 control LinkemuEgress(inout headers_t hdr, inout metadata_t meta,
                       inout standard_metadata_t std) {
+    @brief("packets delivered at the far end (a flooded one once)")
     counter(2 * NUM_DIRECTIONS, CounterType.packets_and_bytes) link_out;   // HELD_CELLS
     LogClockStamp() log_clock_stamp;
     ReleaseReached() release_reached;

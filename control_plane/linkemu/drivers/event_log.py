@@ -26,14 +26,13 @@ import threading
 from dataclasses import dataclass
 
 from ..program import constants as p4
-from ..switch import dataplane
+from ..switch.codes import DIRECTION_IDS, DIRECTION_NAMES
+from ..switch.entries.event_log import event_log_entries
 from .fidelity import model_due
 
 DIGEST = "event_digest_t"
-OUTCOMES = ("released", "drop_queue", "drop_aqm", "drop_loss_model", "drop_link_error",
-            "drop_hold")
-FLAGS = {"marked": p4.EVENT_MARKED, "held": p4.EVENT_HELD, "ahead": p4.EVENT_AHEAD,
-         "duplicate": p4.EVENT_DUPLICATE, "corrupted": p4.EVENT_CORRUPTED}
+OUTCOMES = tuple(p4.EVENT_OUTCOMES)   # by value
+FLAGS = p4.EVENT_FLAGS
 FIELDS = ("direction", "outcome", "seq", "length", "arrival_us", "start_us", "due_us",
           "event_us", "retx", "flags")
 OVERSHOOT_US = 10_000
@@ -78,7 +77,7 @@ def event_from_digest(members):
         values.append(packed & ((1 << bits) - 1))
         packed >>= bits
     direction, outcome, *rest = reversed(values)
-    return Event(dataplane.DIRECTION_NAMES[direction], OUTCOMES[outcome], *rest)
+    return Event(DIRECTION_NAMES[direction], OUTCOMES[outcome], *rest)
 
 
 def read_events(path):
@@ -92,7 +91,7 @@ def read_events(path):
         for number, row in enumerate(reader, 2):
             try:
                 direction, outcome, *numbers = row
-                if direction not in dataplane.DIRECTION_IDS or outcome not in OUTCOMES:
+                if direction not in DIRECTION_IDS or outcome not in OUTCOMES:
                     raise ValueError
                 events.append(Event(direction, outcome, *map(int, numbers)))
             except (TypeError, ValueError):
@@ -108,7 +107,7 @@ class EventRecorder:
     Digests go to the primary client only: `switch` must stay primary (the
     link drivers share this connection)."""
 
-    def __init__(self, switch, path, directions=tuple(dataplane.DIRECTION_IDS)):
+    def __init__(self, switch, path, directions=tuple(DIRECTION_IDS)):
         self.switch = switch
         self.path = path
         self.directions = directions
@@ -121,7 +120,7 @@ class EventRecorder:
         try:
             self.switch.enable_digest(DIGEST)
             self.switch.sync_table(p4.TABLE_EVENT_LOG,
-                                   dataplane.event_log_entries(self.directions))
+                                   event_log_entries(self.directions))
             self.started.set()
             with open(self.path, "w", newline="") as f:
                 writer = csv.writer(f)
@@ -150,7 +149,7 @@ class EventRecorder:
 
 def outcomes(events):
     """{direction: {outcome: packets}}, every outcome present."""
-    counts = {d: dict.fromkeys(OUTCOMES, 0) for d in dataplane.DIRECTION_IDS}
+    counts = {d: dict.fromkeys(OUTCOMES, 0) for d in DIRECTION_IDS}
     for event in events:
         counts[event.direction][event.outcome] += 1
     return counts

@@ -13,7 +13,8 @@ from dataclasses import dataclass, field
 from scapy.utils import RawPcapReader
 
 from ..program import constants as p4
-from ..switch.dataplane import buffer_hold_us, byte_cost_q
+from ..switch.codes import byte_cost_q
+from ..switch.entries.link_params import buffer_hold_us
 
 ONE = 1 << p4.TIME_FRAC_BITS
 

@@ -12,7 +12,8 @@ import threading
 import time
 
 from ..program import constants as p4
-from ..switch.dataplane import CLASS_IDS, DIRECTION_IDS, counter_cells, queue_index
+from ..switch.codes import CLASS_IDS, DIRECTION_IDS, queue_index
+from ..switch.counters import counter_cells
 
 FIELDS = ("time_unix", "direction", "class", "packets", "bytes")
 

@@ -17,8 +17,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 from ..model.link_states import TIMELINE_FIELDS, timeline_row
-from ..switch import dataplane
-from ..switch.p4runtime import SwitchUnreachable
+from ..switch.entries.link_errors import link_state_entries
+from ..switch.entries.link_params import link_params_entry
+from ..switch.errors import SwitchUnreachable
 from . import switch_clock
 
 APPLIED_FIELDS = ("applied_unix", "latency_ms")
@@ -207,7 +208,7 @@ class StateDriver(ScheduleDriver):
 
     def reassert(self):
         if self.current:
-            self.switch.modify(dataplane.link_state_entries(self.current.error))
+            self.switch.modify(link_state_entries(self.current.error))
 
     def start_us(self, segment):
         return segment.start_us
@@ -221,7 +222,7 @@ class StateDriver(ScheduleDriver):
         state = self.chain.states[segment.state]
         current = self.current or state
         at_us = 0 if instant is None else self.clock.switch_us(instant)
-        self.switch.modify(dataplane.link_state_entries(current.error, state.error, at_us))
+        self.switch.modify(link_state_entries(current.error, state.error, at_us))
         self.current = state
 
     def row(self, segment):
@@ -261,12 +262,12 @@ class RateDriver(ScheduleDriver):
 
     def write(self, change, instant):
         name, segment = change
-        self.switch.modify([dataplane.link_params_entry(self.profile, name, segment.rate_bps,
-                                                        segment.down)])
+        self.switch.modify([link_params_entry(self.profile, name, segment.rate_bps,
+                                              segment.down)])
         self.current[name] = segment
 
     def reassert(self):
-        self.switch.modify([dataplane.link_params_entry(self.profile, name, s.rate_bps, s.down)
+        self.switch.modify([link_params_entry(self.profile, name, s.rate_bps, s.down)
                             for name, s in self.current.items()])
 
     def row(self, change):

@@ -14,7 +14,7 @@ import time
 from dataclasses import dataclass
 
 from ..program import constants as p4
-from ..switch.p4runtime import P4RuntimeError
+from ..switch.errors import P4RuntimeError
 
 MIN_PROBES = 16
 TARGET_UNCERTAINTY_S = 0.0002

@@ -12,7 +12,7 @@ from collections import defaultdict
 from dataclasses import asdict
 
 from ..drivers import event_log
-from ..switch.dataplane import DIRECTION_IDS
+from ..switch.codes import DIRECTION_IDS
 from . import flows
 from .experiment import flow_label
 

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from ..drivers.queue_monitor import QueueMonitor
 from ..model.link_states import walk
-from ..switch import dataplane
+from ..switch.counters import read_counters, wait_until_idle
 from ..switch.p4runtime import Switch
 from ..testbed import bpf_cc
 from ..testbed.bmv2 import free_tcp_port
@@ -186,7 +186,7 @@ class RunOnce:
         ports = self.net.get("s1").ports_by_number()
         captures = [Capture(ports[int(name[1:])], "inout", self.work / f"{name}.pcap")
                     for name in hosts]
-        before = dataplane.read_counters(self.switch)
+        before = read_counters(self.switch)
         for capture in captures:
             capture.start(settle=0)
         time.sleep(0.5)  # tcpdump attaches its filter after it starts
@@ -216,7 +216,7 @@ class RunOnce:
             self._stop_processes()
             for capture in captures:
                 capture.stop()
-        after = dataplane.read_counters(self.switch)
+        after = read_counters(self.switch)
         return {"start_unix": start_unix, "end_unix": end_unix, "tcp": tcp,
                 "counters": _difference(after, before),
                 "addresses": {name: host.IP() for name, host in hosts.items()},
@@ -224,7 +224,7 @@ class RunOnce:
 
     def _wait_idle(self):
         """Until no frame is held in the switch (the last run's are gone)."""
-        _, inside = dataplane.wait_until_idle(self.switch, IDLE_TIMEOUT_S)
+        _, inside = wait_until_idle(self.switch, IDLE_TIMEOUT_S)
         if inside:
             found = ", ".join(f"{d} {n}" for d, n in inside.items())
             raise RunError(f"frames that neither left the link nor were dropped by it "

@@ -75,34 +75,55 @@ FIELD_RAND_INDEX = 'rand_index'
 FIELD_SOJOURN_US = 'sojourn_us'
 FIELD_SRC_PORT = 'src_port'
 
-# Counters (by alias)
-COUNTER_ARQ_DELAYED = 'arq_delayed'
-COUNTER_CORRUPTED = 'corrupted'
-COUNTER_DROP_AQM = 'drop_aqm'
-COUNTER_DROP_AQM_ECT = 'drop_aqm_ect'
-COUNTER_DROP_HOLD = 'drop_hold'
-COUNTER_DROP_LINK_ERROR = 'drop_link_error'
-COUNTER_DROP_LOSS_MODEL = 'drop_loss_model'
-COUNTER_DROP_MALFORMED = 'drop_malformed'
-COUNTER_DROP_QUEUE = 'drop_queue'
-COUNTER_DUPLICATED = 'duplicated'
-COUNTER_ECN_MARKS = 'ecn_marks'
-COUNTER_HELD_BEHIND = 'held_behind'
-COUNTER_LINK_IN = 'link_in'
-COUNTER_LINK_OUT = 'link_out'
-COUNTER_QUEUE_ENTER = 'queue_enter'
-COUNTER_QUEUE_LEAVE = 'queue_leave'
-COUNTER_RAMP_MARKS = 'ramp_marks'
-COUNTER_RELEASE_PACED = 'release_paced'
-COUNTER_RELEASE_SKIPS = 'release_skips'
-COUNTER_RETRANSMISSIONS = 'retransmissions'
-COUNTER_SENT_AHEAD = 'sent_ahead'
+# Counters (by alias), in the program's order: what each counts (its @brief)
+COUNTERS = {
+    'link_in': 'packets entering the link',
+    'drop_queue': 'dropped: router queue full',
+    'ramp_marks': 'ECT(1) marked CE by the sojourn-time ramp',
+    'drop_link_error': 'dropped: link error (after ARQ, if any)',
+    'drop_loss_model': 'dropped: Bernoulli / Gilbert-Elliott loss model',
+    'drop_malformed': 'dropped: not an Ethernet frame',
+    'drop_hold': 'dropped on arrival: the hold held as many as it takes',
+    'retransmissions': 'ARQ retransmission attempts',
+    'arq_delayed': 'packets delayed by ARQ',
+    'held_behind': 'packets held behind a retransmission (in-order release)',
+    'release_skips': 'packets released before an earlier one of their direction',
+    'sent_ahead': 'packets sent ahead of the others (reorder)',
+    'duplicated': 'packets released twice (duplicate; link_out counts both)',
+    'corrupted': 'packets with one bit flipped (corrupt)',
+    'queue_enter': 'packets that waited in the router queue',
+    'queue_leave': 'packets that left the router queue for the link',
+    'drop_aqm': 'dropped: RED (not ECN-capable, or above max_th)',
+    'drop_aqm_ect': 'of which ECN-capable (above max_th, or ECN off)',
+    'ecn_marks': 'marked CE by RED',
+    'release_paced': "held packets due that went round once more: BMv2's output queue",
+    'link_out': 'packets delivered at the far end (a flooded one once)',
+}
 
 # Header sizes
 LINK_STATE_BYTES = 72
 
 # The event's members, as the digest packs them: bits
 EVENT_FIELD_BITS = (32, 8, 32, 16, 48, 48, 48, 48, 8, 8)
+
+# The event's outcomes, in the order of their values: what became of the packet
+EVENT_OUTCOMES = {
+    'released': 'left the far end of the link',
+    'drop_queue': 'router queue full',
+    'drop_aqm': 'RED',
+    'drop_loss_model': 'Bernoulli / Gilbert-Elliott',
+    'drop_link_error': 'link error, after ARQ if any',
+    'drop_hold': 'the hold full (its capacity: hold_limit)',
+}
+
+# The event's flags: their bits
+EVENT_FLAGS = {
+    'ahead': 4,
+    'corrupted': 16,
+    'duplicate': 8,
+    'held': 2,
+    'marked': 1,
+}
 
 # p4src
 AQM_DROP = 2

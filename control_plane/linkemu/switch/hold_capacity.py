@@ -3,8 +3,8 @@ than the program's HOLD_CAPACITY only on a switch with timed departure,
 where a held packet sleeps in its hold port's queue instead of going round."""
 
 from ..program import constants as p4
-from .dataplane import DIRECTION_IDS
-from .p4runtime import TableEntry
+from .codes import DIRECTION_IDS
+from .entities import TableEntry
 
 
 def hold_limit_entries(frames):

@@ -1,208 +1,21 @@
-"""A small, typed P4Runtime client over the p4runtime protobuf bindings.
-
-Names from the P4Info (tables, actions, counters) are resolved here, values
-are encoded as canonical byte strings, and one Switch object holds the gRPC
-channel, the arbitration stream and the primary election.
+"""A small, typed P4Runtime client over the p4runtime protobuf bindings:
+one Switch object holds the gRPC channel, the arbitration stream and the
+primary election, and writes, reads, digests and packet I/O go through it.
+Names are resolved by its P4Info (p4info.py), values encoded by encoding.py.
 """
 
-import functools
 import queue
 import sys
 import threading
 import time
-from dataclasses import dataclass, field
 
 import grpc
-from google.protobuf import text_format
-from p4.config.v1 import p4info_pb2
 from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 
-from ..model.fields import shown
-
-
-class P4RuntimeError(RuntimeError):
-    """The switch refused or could not be reached."""
-
-
-class SwitchUnreachable(P4RuntimeError):
-    """The connection to the switch broke; Switch.recover() makes it again."""
-
-
-def encode(value, bitwidth, what="value"):
-    """Canonical P4Runtime byte string of an unsigned value; `what` names it
-    in the error."""
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise P4RuntimeError(f"{what}: {shown(value)}: not a whole number")
-    if not 0 <= value < (1 << bitwidth):
-        raise P4RuntimeError(f"{what}: {shown(value)}: does not fit in {bitwidth} bits; "
-                             f"allowed 0 to {(1 << bitwidth) - 1}")
-    return value.to_bytes(max(1, (value.bit_length() + 7) // 8), "big")
-
-
-def mac_to_int(mac):
-    return int(mac.replace(":", ""), 16)
-
-
-@dataclass(frozen=True)
-class Ternary:
-    value: int
-    mask: int
-
-
-@dataclass(frozen=True)
-class Range:
-    low: int
-    high: int
-
-
-@dataclass(frozen=True)
-class TableEntry:
-    """A table entry by names; match values are ints, Ternary or Range."""
-
-    table: str
-    match: dict
-    action: str
-    params: dict = field(default_factory=dict)
-    priority: int = 0
-
-
-@dataclass(frozen=True)
-class MulticastGroup:
-    group_id: int
-    ports: tuple
-
-
-@dataclass(frozen=True)
-class CounterValue:
-    counter: str
-    index: int
-    packets: int
-    bytes: int
-
-
-class P4Info:
-    """Name lookups in a P4Info message."""
-
-    def __init__(self, message):
-        self.message = message
-        self._tables = {t.preamble.name: t for t in message.tables}
-        self._actions = {a.preamble.name: a for a in message.actions}
-        self._counters = {c.preamble.name: c for c in message.counters}
-        self._digests = {d.preamble.name: d for d in message.digests}
-        self._packet_metadata = {c.preamble.name: c for c in message.controller_packet_metadata}
-        for objects in (self._tables, self._actions, self._counters, self._digests):
-            for obj in list(objects.values()):
-                objects.setdefault(obj.preamble.alias, obj)
-
-    @classmethod
-    def from_file(cls, path):
-        message = p4info_pb2.P4Info()
-        with open(path) as f:
-            try:
-                text_format.Parse(f.read(), message)
-            except (text_format.ParseError, UnicodeDecodeError) as err:
-                raise P4RuntimeError(f"{path}: not a P4Info in text form: {err}") from None
-        return cls(message)
-
-    def _lookup(self, objects, kind, name):
-        try:
-            return objects[name]
-        except KeyError:
-            raise P4RuntimeError(f"the P4 program has no {kind} named {name!r}") from None
-
-    def table(self, name):
-        return self._lookup(self._tables, "table", name)
-
-    def action(self, name):
-        return self._lookup(self._actions, "action", name)
-
-    def counter(self, name):
-        return self._lookup(self._counters, "counter", name)
-
-    def digest(self, name):
-        return self._lookup(self._digests, "digest", name)
-
-    @functools.cached_property
-    def packet_in_metadata(self):
-        """{id: name} of the metadata the switch puts on a packet-in."""
-        header = self._lookup(self._packet_metadata, "controller header", "packet_in")
-        return {m.id: m.name for m in header.metadata}
-
-    def struct_members(self, digest):
-        """(name, bitwidth) of each member of a digest's struct, in order."""
-        struct = self.message.type_info.structs[digest.type_spec.struct.name]
-        return [(m.name, m.type_spec.bitstring.bit.bitwidth) for m in struct.members]
-
-    def decode_entry(self, message):
-        """TableEntry of a protobuf TableEntry, as table_entry() encodes it."""
-        table = next(t for t in self.message.tables if t.preamble.id == message.table_id)
-        fields = {f.id: f.name for f in table.match_fields}
-        match = {}
-        for m in message.match:
-            kind = m.WhichOneof("field_match_type")
-            if kind == "exact":
-                match[fields[m.field_id]] = int.from_bytes(m.exact.value, "big")
-            elif kind == "ternary":
-                match[fields[m.field_id]] = Ternary(int.from_bytes(m.ternary.value, "big"),
-                                                    int.from_bytes(m.ternary.mask, "big"))
-            else:
-                match[fields[m.field_id]] = Range(int.from_bytes(m.range.low, "big"),
-                                                  int.from_bytes(m.range.high, "big"))
-        action = next(a for a in self.message.actions
-                      if a.preamble.id == message.action.action.action_id)
-        names = {p.id: p.name for p in action.params}
-        params = {names[p.param_id]: int.from_bytes(p.value, "big")
-                  for p in message.action.action.params}
-        return TableEntry(table.preamble.name, match, action.preamble.name, params,
-                          message.priority)
-
-    def counter_names(self):
-        return [c.preamble.name for c in self.message.counters]
-
-    def table_entry(self, entry):
-        """Protobuf TableEntry of a TableEntry; P4RuntimeError naming the
-        table, the field and the value that does not fit."""
-        table = self.table(entry.table)
-        fields = {f.name: f for f in table.match_fields}
-        message = p4runtime_pb2.TableEntry(table_id=table.preamble.id,
-                                           priority=entry.priority)
-        exact = ", ".join(f"{k} {v}" for k, v in entry.match.items() if isinstance(v, int))
-        where = f"{table.preamble.alias}" + (f" ({exact})" if exact else "")
-        for name, value in entry.match.items():
-            if name not in fields:
-                raise P4RuntimeError(f"table {entry.table!r} has no match field {name!r}")
-            spec = fields[name]
-            what = f"{where}: match {name}"
-            if isinstance(value, Ternary):
-                if value.mask == 0:
-                    continue  # a wildcard is expressed by omitting the field
-                message.match.add(field_id=spec.id).ternary.CopyFrom(
-                    p4runtime_pb2.FieldMatch.Ternary(
-                        value=encode(value.value & value.mask, spec.bitwidth, what),
-                        mask=encode(value.mask, spec.bitwidth, what)))
-            elif isinstance(value, Range):
-                if value.low > value.high:
-                    raise P4RuntimeError(f"{what}: range {value.low} to {value.high} is empty")
-                message.match.add(field_id=spec.id).range.CopyFrom(
-                    p4runtime_pb2.FieldMatch.Range(low=encode(value.low, spec.bitwidth, what),
-                                                   high=encode(value.high, spec.bitwidth, what)))
-            else:
-                message.match.add(field_id=spec.id).exact.value = encode(value, spec.bitwidth,
-                                                                         what)
-        action = self.action(entry.action)
-        params = {p.name: p for p in action.params}
-        unknown = set(entry.params) - set(params)
-        missing = set(params) - set(entry.params)
-        if unknown or missing:
-            raise P4RuntimeError(f"action {entry.action!r} takes {sorted(params)}, "
-                                 f"got {sorted(entry.params)}")
-        message.action.action.action_id = action.preamble.id
-        for name, value in entry.params.items():
-            message.action.action.params.add(
-                param_id=params[name].id,
-                value=encode(value, params[name].bitwidth,
-                             f"{where}: {action.preamble.alias} {name}"))
-        return message
+from .encoding import decode
+from .entities import CounterValue
+from .errors import P4RuntimeError, SwitchUnreachable
+from .p4info import P4Info
 
 
 # A switch on this machine is back within milliseconds of starting to listen:
@@ -406,9 +219,11 @@ class Switch:
         self.election_id = _newest_election_id()
         self._become_primary()
 
-    def read(self, entity):
+    def read(self, *entities):
+        """The entities the switch holds that match any of `entities`, in one
+        ReadRequest."""
         request = p4runtime_pb2.ReadRequest(device_id=self.device_id)
-        request.entities.add().CopyFrom(entity)
+        request.entities.extend(entities)
         try:
             for response in self._stub.Read(request, timeout=self.timeout):
                 yield from response.entities
@@ -417,32 +232,38 @@ class Switch:
 
     def read_table(self, table):
         """The entries installed in `table` (its default action aside)."""
-        return [self.p4info.decode_entry(m) for m in self._installed(table)]
+        return [self.p4info.decode_entry(m) for m in self._installed([table])[table]]
 
-    def _installed(self, table):
-        """The protobuf TableEntries installed in `table`."""
-        query = p4runtime_pb2.Entity()
-        query.table_entry.table_id = self.p4info.table(table).preamble.id
-        return [found.table_entry for found in self.read(query)]
+    def _installed(self, tables):
+        """{table: the protobuf TableEntries installed in it}, every table
+        read in one request."""
+        names = {self.p4info.table(t).preamble.id: t for t in tables}
+        queries = [p4runtime_pb2.Entity(table_entry=p4runtime_pb2.TableEntry(table_id=i))
+                   for i in names]
+        installed = {table: [] for table in tables}
+        for found in self.read(*queries):
+            installed[names[found.table_entry.table_id]].append(found.table_entry)
+        return installed
 
     def sync_tables(self, tables):
         """Makes each table of {table: [TableEntry]} hold exactly its entries,
         all or nothing: every entry is encoded before anything is written,
-        all changes go in one batch (in the tables' order), and if the switch
-        refuses any of them the entries read before are written back."""
+        the tables are read in one request, all changes go in one batch (in
+        the tables' order), and if the switch refuses any of them the entries
+        read before are written back."""
         wanted = {}
         for table, entries in tables.items():
             for entry in entries:
                 if entry.table != table:
                     raise P4RuntimeError(f"entry for {entry.table!r} given to sync {table!r}")
             wanted[table] = [self.p4info.table_entry(e) for e in entries]
-        before = {table: self._installed(table) for table in tables}
+        before = self._installed(tables)
         try:
             self.write([u for t in tables for u in _sync_updates(before[t], wanted[t])])
         except P4RuntimeError as err:
             try:
-                self.write([u for t in tables
-                            for u in _sync_updates(self._installed(t), before[t])])
+                now = self._installed(tables)
+                self.write([u for t in tables for u in _sync_updates(now[t], before[t])])
             except P4RuntimeError as again:
                 raise P4RuntimeError(f"{err}; writing back the previous entries failed too, "
                                      f"the tables may hold some of each: {again}") from None
@@ -523,7 +344,7 @@ class Switch:
         if message.digest_id != digest.preamble.id:
             return []
         members = [m for m, _ in self.p4info.struct_members(digest)]
-        return [{m: int.from_bytes(value.bitstring, "big")
+        return [{m: decode(value.bitstring)
                  for m, value in zip(members, data.struct.members)}
                 for data in message.data]
 
@@ -557,7 +378,7 @@ class Switch:
             return None
         received, packet = answer
         names = self.p4info.packet_in_metadata
-        metadata = {names[m.metadata_id]: int.from_bytes(m.value, "big")
+        metadata = {names[m.metadata_id]: decode(m.value)
                     for m in packet.metadata if m.metadata_id in names}
         return received, packet.payload, metadata
 

@@ -24,10 +24,11 @@ from ..drivers.state_driver import RateDriver, StateDriver, running
 from ..model.link_states import walk
 from ..model.profile import parse_profile
 from ..program import constants as p4
-from ..switch import dataplane
-from ..switch.dataplane import Port, PortLayout
+from ..switch.counters import wait_until_idle
 from ..switch.hold_capacity import set_hold_capacity
 from ..switch.p4runtime import Switch
+from ..switch.ports import Port, PortLayout
+from ..switch.push import install, push_profile
 from . import leftovers
 from .network_lock import only_network
 from .p4switch import LinkemuSwitch
@@ -141,11 +142,11 @@ def emulated_link(profile, fixed=1, mobile=1, grpc_port=9559, segments=None,
 def _install_linkemu(controller, net, fixed, profile):
     """linkemu with `profile` on a switch warmed up first; returns how many
     frames the warm-up put through."""
-    dataplane.install(controller, BUILD / "linkemu.p4info.txtpb", BUILD / "linkemu.json",
+    install(controller, BUILD / "linkemu.p4info.txtpb", BUILD / "linkemu.json",
                       port_layout(net, fixed), WARM_UP_LINK)
     set_hold_capacity(controller, net.get("s1").bmv2.hold_capacity)
     warmed = warm_up(controller, net, fixed)
-    dataplane.push_profile(controller, profile)
+    push_profile(controller, profile)
     controller.clear_counters()
     return warmed
 
@@ -200,7 +201,7 @@ def warm_up(controller, net, fixed):
     sender.cmd(shlex.quote(sys.executable), "-c", shlex.quote(WARM_UP_SEND),
                sender.defaultIntf().name, header, WARM_UP_FRAMES)
     time.sleep(WARM_UP_LINK.downlink.delay_us / 1e6)
-    counters, inside = dataplane.wait_until_idle(controller, WARM_UP_TIMEOUT_S)
+    counters, inside = wait_until_idle(controller, WARM_UP_TIMEOUT_S)
     if inside:
         found = ", ".join(f"{d} {n}" for d, n in inside.items())
         raise RuntimeError(f"the switch's warm-up: frames neither out nor dropped after "

@@ -8,9 +8,9 @@ profile, and on exit stops exactly that switch and deletes exactly those pairs.
 import os
 from contextlib import contextmanager
 
-from ..switch import dataplane
 from ..switch.hold_capacity import set_hold_capacity
 from ..switch.p4runtime import Switch
+from ..switch.push import install
 from . import leftovers
 from .bmv2 import SimpleSwitchGrpc, free_tcp_port
 from .veth import VethPair
@@ -42,6 +42,6 @@ def veth_testbed(layout, profile, p4info_path, bmv2_json_path):
     """linkemu with a port layout and a profile on veth pairs; yields as veth_switch."""
     with veth_switch([p.number for p in layout.fixed + layout.mobile]) as (switch, peers):
         with Switch(switch.grpc_address) as controller:
-            dataplane.install(controller, p4info_path, bmv2_json_path, layout, profile)
+            install(controller, p4info_path, bmv2_json_path, layout, profile)
             set_hold_capacity(controller, switch.hold_capacity)
         yield switch, peers

@@ -10,6 +10,6 @@ const bit<8>  FL_HOLD = 1;            // empty (p4c warns so): the state rides i
 // HELD_CELLS: BMv2 counts a held packet's bytes with the state it carries
 // ahead of the frame (link_state_h). The counters that can count a held
 // packet have a second half of cells for it, and the controller takes those
-// bytes off (dataplane.counter_cells), so every byte count is the frame's.
+// bytes off (switch/counters.py, counter_cells), so every byte count is the frame's.
 
 #endif

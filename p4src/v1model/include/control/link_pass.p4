@@ -43,20 +43,34 @@ control LinkPass(inout headers_t hdr, inout metadata_t meta,
     register<bit<32>>(NUM_DIRECTIONS) started_bytes;      // link bytes given a start
     register<bit<32>>(NUM_DIRECTIONS) block_from;         // BestEffortStart's block_pos
 
+    @brief("packets entering the link")
     counter(NUM_DIRECTIONS, CounterType.packets_and_bytes) link_in;
     // Router-queue counters are per class (queue_index).
+    @brief("dropped: router queue full")
     counter(NUM_QUEUES, CounterType.packets_and_bytes) drop_queue;
+    @brief("ECT(1) marked CE by the sojourn-time ramp")
     counter(NUM_QUEUES, CounterType.packets) ramp_marks;
+    @brief("dropped: link error (after ARQ, if any)")
     counter(2 * NUM_DIRECTIONS, CounterType.packets_and_bytes) drop_link_error; // HELD_CELLS
+    @brief("dropped: Bernoulli / Gilbert-Elliott loss model")
     counter(NUM_DIRECTIONS, CounterType.packets_and_bytes) drop_loss_model;
+    @brief("dropped: not an Ethernet frame")
     counter(NUM_DIRECTIONS, CounterType.packets) drop_malformed;
+    @brief("dropped on arrival: the hold held as many as it takes")
     counter(NUM_DIRECTIONS, CounterType.packets_and_bytes) drop_hold;
+    @brief("ARQ retransmission attempts")
     counter(NUM_DIRECTIONS, CounterType.packets) retransmissions;
+    @brief("packets delayed by ARQ")
     counter(NUM_DIRECTIONS, CounterType.packets) arq_delayed;
+    @brief("packets held behind a retransmission (in-order release)")
     counter(NUM_DIRECTIONS, CounterType.packets) held_behind;
+    @brief("packets released before an earlier one of their direction")
     counter(NUM_DIRECTIONS, CounterType.packets) release_skips;
+    @brief("packets sent ahead of the others (reorder)")
     counter(NUM_DIRECTIONS, CounterType.packets) sent_ahead;
+    @brief("packets released twice (duplicate; link_out counts both)")
     counter(NUM_DIRECTIONS, CounterType.packets) duplicated;
+    @brief("packets with one bit flipped (corrupt)")
     counter(NUM_DIRECTIONS, CounterType.packets) corrupted;
 
     PortMap() port_map;

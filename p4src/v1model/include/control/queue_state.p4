@@ -22,6 +22,7 @@ control QueueRead(inout headers_t hdr) {
 
 // The packet enters its queue (hdr.pass.waiting as read on arrival).
 control QueueEnter(inout headers_t hdr) {
+    @brief("packets that waited in the router queue")
     counter(NUM_QUEUES, CounterType.packets_and_bytes) queue_enter;
 
     apply {
@@ -37,6 +38,7 @@ control QueueEnter(inout headers_t hdr) {
 // without one, the link), always on a later pass than its arrival:
 // queue_leave counts held packets only (HELD_CELLS).
 control QueueLeave(inout headers_t hdr) {
+    @brief("packets that left the router queue for the link")
     counter(NUM_QUEUES, CounterType.packets_and_bytes) queue_leave;
 
     apply {
@@ -65,8 +67,11 @@ control RouterAqm(inout headers_t hdr, inout standard_metadata_t std) {
     register<bit<64>>(NUM_QUEUES) red_avg;
     register<bit<32>>(NUM_QUEUES) red_count;
     register<bit<32>>(NUM_QUEUES) red_target;
+    @brief("dropped: RED (not ECN-capable, or above max_th)")
     counter(NUM_QUEUES, CounterType.packets_and_bytes) drop_aqm;
+    @brief("of which ECN-capable (above max_th, or ECN off)")
     counter(NUM_QUEUES, CounterType.packets) drop_aqm_ect;
+    @brief("marked CE by RED")
     counter(NUM_QUEUES, CounterType.packets) ecn_marks;
 
     Red() red;

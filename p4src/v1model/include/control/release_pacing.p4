@@ -33,6 +33,7 @@ register<time_us_t>(NUM_DIRECTIONS) out_progress_us;
 // held releases still ahead of the port keeps its turn and goes round once
 // more in the turn lane.
 control ReleasePacing(inout headers_t hdr, inout standard_metadata_t std) {
+    @brief("held packets due that went round once more: BMv2's output queue")
     counter(NUM_DIRECTIONS, CounterType.packets) release_paced;
 
     apply {
