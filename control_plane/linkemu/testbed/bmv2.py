@@ -77,19 +77,19 @@ def installed_timed_departure():
     return binary is not None and has_timed_departure(binary)
 
 
-def installed_hold_capacity():
-    """The hold's capacity of a switch started from the simple_switch_grpc on
-    PATH (SimpleSwitchGrpc.hold_capacity)."""
-    return TIMED_HOLD_CAPACITY if installed_timed_departure() else p4.HOLD_CAPACITY
+def hold_capacity(timed):
+    """The hold's capacity of a switch with timed departure or without."""
+    return TIMED_HOLD_CAPACITY if timed else p4.HOLD_CAPACITY
 
 
 def hold_warnings(profile):
     """What a user of `profile` on the installed switch should know about
     its hold: more frames than it takes, or, on a switch whose held packets
     go round, more than it releases precisely."""
-    warnings = [w for w in [profile.hold_warning(installed_hold_capacity())] if w]
+    timed = installed_timed_departure()
+    warnings = [w for w in [profile.hold_warning(hold_capacity(timed))] if w]
     held = profile.frames_held_busy()
-    if held is not None and held > LOOP_PRECISE_HELD and not installed_timed_departure():
+    if held is not None and held > LOOP_PRECISE_HELD and not timed:
         warnings.append(
             f"busy with full router queues it holds up to {held} frames, and this switch "
             "(no timed departure, tools/bmv2) sends every held frame round its hold loop: "
@@ -161,7 +161,6 @@ class SimpleSwitchGrpc:
         self.guard = LoopbackOnly(self.thrift_port)
         self.process = None
         self.timed = installed_timed_departure()
-        self.hold_capacity = TIMED_HOLD_CAPACITY if self.timed else p4.HOLD_CAPACITY
 
     def command(self):
         args = [SWITCH_BINARY, "--device-id", str(self.device_id), "--no-p4",
@@ -204,6 +203,10 @@ class SimpleSwitchGrpc:
             with self.queues() as queues:
                 for port in HOLD_QUEUES:
                     queues.set_depth(port, HOLD_QUEUE_DEPTH)
+
+    @property
+    def hold_capacity(self):
+        return hold_capacity(self.timed)
 
     def queues(self):
         """BMv2's egress queues of this switch, over Thrift (a SwitchQueues to close)."""
