@@ -13,7 +13,7 @@ from scapy.layers.l2 import ARP, Ether
 from linkemu.drivers.event_log import EventRecorder, outcomes, read_events
 from linkemu.drivers.state_driver import running
 from linkemu.program.constants import HOLD_CAPACITY
-from linkemu.switch.hold_capacity import set_hold_capacity
+from linkemu.switch.push import set_hold_capacity
 from linkemu_base import (ETH_HEADER, FIXED_PORT, HOST_IPS, HOST_MACS, MOBILE_PORTS,
                           LinkemuTest, frame_seq, profile, seqs, udp_frame)
 

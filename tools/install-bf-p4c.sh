@@ -28,7 +28,9 @@ SOURCE=${SOURCE:-https://github.com}
 PREFIX=${PREFIX:-/opt/bf-p4c}
 WORKDIR=${WORKDIR:-/var/tmp/linkemu-bf-p4c}
 JOBS=${JOBS:-$(nproc)}
-PATCHES=$(cd "$(dirname "$0")" && pwd)/bf-p4c
+TOOLS=$(cd "$(dirname "$0")" && pwd)
+PATCHES=$TOOLS/bf-p4c
+. "$TOOLS/lib.sh"
 
 # p4c release 1.2.5.16 and the p4runtime commit its CMakeLists.txt fetches.
 P4C_COMMIT=6b7ec98e77dfc71c6e1309d9a76183cb31f35a8a
@@ -48,7 +50,6 @@ BUILD_PACKAGES=(
   libprotobuf-dev protobuf-compiler libspdlog-dev libfmt-dev rapidjson-dev
 )
 
-say() { echo "$(date +%H:%M:%S) $*"; }
 
 check() {
   if [ -x "$PREFIX/bin/bf-p4c" ]; then
@@ -57,17 +58,6 @@ check() {
     printf '%-8s missing\n' bf-p4c
     return 1
   fi
-}
-
-url() { if [ -d "$SOURCE" ]; then echo "$SOURCE/${1/\//+}/repo"; else echo "$SOURCE/$1"; fi; }
-
-# fetch OWNER/NAME COMMIT DIR: a fresh tree of the repository at COMMIT. Its
-# *.pptx files are left out: a mirror may lack p4c's slides, which no build reads.
-fetch() {
-  rm -rf "$3"
-  git clone -q --no-checkout "$(url "$1")" "$3"
-  git -C "$3" checkout -q "$2" -- . ':!*.pptx'
-  git -C "$3" update-ref --no-deref HEAD "$2"
 }
 
 # The sources, patched; p4c/.patched marks a complete tree.

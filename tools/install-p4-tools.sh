@@ -23,7 +23,9 @@
 set -euo pipefail
 
 SOURCE=${SOURCE:-https://github.com}
-PATCHES=$(cd "$(dirname "$0")" && pwd)/bmv2
+TOOLS=$(cd "$(dirname "$0")" && pwd)
+PATCHES=$TOOLS/bmv2
+. "$TOOLS/lib.sh"
 WORKDIR=${WORKDIR:-/var/tmp/linkemu-p4-tools}
 JOBS=${JOBS:-$(nproc)}
 
@@ -45,7 +47,6 @@ BUILD_PACKAGES=(
   python3-dev python3-thrift
 )
 
-say() { echo "$(date +%H:%M:%S) $*"; }
 # Every way of not installing ends in one line, so that make setup goes on.
 stop() { echo "p4 tools not installed: $*" >&2; exit 1; }
 
@@ -131,18 +132,6 @@ packages() {
     rm -f "$list"
     apt-get update -q >>"$WORKDIR/apt.log" 2>&1 || true
   fi
-}
-
-# url OWNER/NAME: where SOURCE has that repository.
-url() { if [ -d "$SOURCE" ]; then echo "$SOURCE/${1/\//+}/repo"; else echo "$SOURCE/$1"; fi; }
-
-# fetch OWNER/NAME COMMIT DIR: a fresh tree of the repository at COMMIT. Its
-# *.pptx files are left out: a mirror may lack p4c's slides, which no build reads.
-fetch() {
-  rm -rf "$3"
-  git clone -q --no-checkout "$(url "$1")" "$3"
-  git -C "$3" checkout -q "$2" -- . ':!*.pptx'
-  git -C "$3" update-ref --no-deref HEAD "$2"
 }
 
 # step LABEL COMMAND...: runs COMMAND with its output in $LOG, showing the

@@ -5,6 +5,7 @@ from ..model.profile import ProfileError
 from ..program import constants as p4
 from .codes import DIRECTION_IDS
 from .entries.delay_variation import delay_spike_entries, jitter_entries
+from .entries.hold_limit import hold_limit_entries
 from .entries.link_arrival import link_entries
 from .entries.link_errors import arq_entries, link_state_entries
 from .entries.link_params import link_params_entries
@@ -91,3 +92,9 @@ def push_profile(switch, profile):
     if problems:
         raise ProfileError(profile.name, problems)
     switch.sync_tables(profile_entries(profile))
+
+
+def set_hold_capacity(switch, frames):
+    """How many packets the hold takes: the switch's, from its timed
+    departure (testbed.bmv2.hold_capacity)."""
+    switch.sync_table(p4.TABLE_HOLD_LIMIT, hold_limit_entries(frames))

@@ -25,10 +25,9 @@ from ..model.link_states import walk
 from ..model.profile import parse_profile
 from ..program import constants as p4
 from ..switch.counters import wait_until_idle
-from ..switch.hold_capacity import set_hold_capacity
 from ..switch.p4runtime import Switch
 from ..switch.ports import Port, PortLayout
-from ..switch.push import install, push_profile
+from ..switch.push import install, push_profile, set_hold_capacity
 from . import leftovers
 from .network_lock import only_network
 from .p4switch import LinkemuSwitch

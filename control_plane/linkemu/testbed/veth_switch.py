@@ -8,9 +8,8 @@ profile, and on exit stops exactly that switch and deletes exactly those pairs.
 import os
 from contextlib import contextmanager
 
-from ..switch.hold_capacity import set_hold_capacity
 from ..switch.p4runtime import Switch
-from ..switch.push import install
+from ..switch.push import install, set_hold_capacity
 from . import leftovers
 from .bmv2 import SimpleSwitchGrpc, free_tcp_port
 from .veth import VethPair
