@@ -55,7 +55,8 @@ def main(argv=None):
         command = [str(PTF), "--test-dir", str(HERE), "--qlen", "100000",
                    "--test-params",
                    f"grpc='{switch.grpc_address}';thrift={switch.thrift_port};"
-                   f"pid={switch.pid};hold_capacity={switch.hold_capacity}",
+                   f"pid={switch.pid};hold_capacity={switch.hold_capacity};"
+                   f"timed={int(switch.timed)}",
                    "--disable-ipv6", "--log-file", str(BUILD / "ptf.log")]
         for port, peer in peers.items():
             command += ["--interface", f"{port}@{peer}"]

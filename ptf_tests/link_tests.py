@@ -12,8 +12,7 @@ from scapy.layers.l2 import ARP, Ether
 
 from linkemu.drivers.event_log import EventRecorder, outcomes, read_events
 from linkemu.drivers.state_driver import running
-from linkemu.program.constants import HOLD_CAPACITY
-from linkemu.switch.push import set_hold_capacity
+from linkemu.switch.push import set_hold
 from linkemu_base import (ETH_HEADER, FIXED_PORT, HOST_IPS, HOST_MACS, MOBILE_PORTS,
                           LinkemuTest, frame_seq, profile, seqs, udp_frame)
 
@@ -159,7 +158,7 @@ class HeldFramesSleepTest(LinkemuTest):
     MOST_CORES = 0.2   # idle is about 0.01; the loop takes 1
 
     def runTest(self):
-        if int(testutils.test_param_get("hold_capacity")) == HOLD_CAPACITY:
+        if not self.timed_departure():
             self.skipTest("the switch has no timed departure (tools/bmv2)")
         link = {"downlink": {"delay": f"{self.HOLD_S:g}s"}}
         self.push(link)
@@ -197,9 +196,9 @@ class HoldCapacityTest(LinkemuTest):
     SPACING_S = 0.0005
 
     def runTest(self):
-        set_hold_capacity(self.switch, self.CAPACITY)
-        self.addCleanup(set_hold_capacity, self.switch,
-                        int(testutils.test_param_get("hold_capacity")))
+        set_hold(self.switch, self.CAPACITY, self.timed_departure())
+        self.addCleanup(set_hold, self.switch, int(testutils.test_param_get("hold_capacity")),
+                        self.timed_departure())
         self.push({"downlink": {"delay": self.HOLD}, "uplink": {"delay": self.HOLD}})
         refused = self.DOWN + self.UP - self.CAPACITY
         before = self.counters()

@@ -206,6 +206,11 @@ class LinkemuTest(BaseTest):
         return read_counters(self.switch)
 
     @staticmethod
+    def timed_departure():
+        """Whether the switch has timed departure (tools/bmv2)."""
+        return int(testutils.test_param_get("timed")) == 1
+
+    @staticmethod
     def switch_cpu_seconds():
         """User plus system CPU time the switch has used so far."""
         pid = testutils.test_param_get("pid")

@@ -133,10 +133,12 @@ class InOrderReleaseTest(LinkemuTest):
 class ReleaseBurstTest(LinkemuTest):
     """Frames behind a retransmitted one are all due when it is released:
     300 of them, to a port slowed to 500 frames a second, where BMv2 queues
-    at most 64 frames for a port. Every one arrives, in order, at the port's
-    pace: the release is paced to the port (OUT_PACE in release_pacing.p4),
-    not left for BMv2 to drop. (The hold is long enough for the 300 frames,
-    which take PTF a while to build and send, to be behind it.)"""
+    at most 64 frames for a port by default. Every one arrives, in order, at
+    the port's pace: the release is paced to the port (OUT_PACE in
+    release_pacing.p4), not left for BMv2 to drop; with timed departure the
+    port's queue takes them all, and none is paced. (The hold is long enough
+    for the 300 frames, which take PTF a while to build and send, to be
+    behind it.)"""
 
     BEHIND = 300
     HOLD_S = 3.0
@@ -159,15 +161,61 @@ class ReleaseBurstTest(LinkemuTest):
         self.assertEqual(self.counter_delta(before, "link_out", "downlink"), self.BEHIND + 1)
         gaps = sorted(b.ts - a.ts for a, b in zip(received, received[1:]))
         self.assertGreater(gaps[len(gaps) // 2], 0.9 / self.PORT_RATE, "the port was not slowed")
+        paced = self.counter_delta(before, "release_paced", "downlink")
+        if self.timed_departure():
+            self.assertEqual(paced, 0)
+            return
         # Unpaced, every frame would be released within a turn of the
         # retransmitted one and leave BMv2's queue within BMV2_QUEUE frames'
         # time of it, or be dropped: each one later went round at least once.
         unpaced_by = received[0].ts + (self.BMV2_QUEUE + 1) / self.PORT_RATE + MAX_LATE_S
         must_pace = sum(1 for f in received if f.ts > unpaced_by)
-        paced = self.counter_delta(before, "release_paced", "downlink")
         print(f"paced releases: {paced}, of frames that must have been: {must_pace}")
         self.assertGreater(must_pace, self.BEHIND // 2)
         self.assertGreaterEqual(paced, must_pace)
+
+
+class ReleaseAheadTest(LinkemuTest):
+    """With timed departure a frame is released once it is settled (next in
+    line, through the link) and waits in its port's queue until it is due:
+    on an error-free 300 ms link, each at its arrival; behind a frame
+    retransmitted 300 ms later on a 200 ms link, each when that frame's last
+    error draw lets it through, to leave no earlier than it. Every frame
+    leaves when due, in order, and none before the retransmitted one."""
+
+    def runTest(self):
+        if not self.timed_departure():
+            self.skipTest("the switch has no timed departure (tools/bmv2)")
+        count = 40
+        link = {"downlink": {"delay": "300ms"}}
+        self.push(link)
+        before = self.counters()
+        sent, received = self.timed(
+            FIXED_PORT, MOBILE, lambda: self.send_spaced(FIXED_PORT, MOBILE, count, 0.002),
+            wait=0.3 + 0.5)
+        self.assertEqual(seqs(received), list(range(count)))
+        self.assert_on_time(sent, received, profile(**link).downlink)
+        self.assertEqual(self.counter_delta(before, "released_ahead", "downlink"), count)
+        self.drain()
+
+        behind = 20
+        self.push({"downlink": {"delay": "200ms",
+                                "arq": {"delay": "300ms", "max_retransmissions": 1}}},
+                  errors=1.0)
+        before = self.counters()
+
+        def send():
+            self.set_errors(1.0)
+            send_behind_retransmitted(self, behind)
+
+        sent, received = self.timed(FIXED_PORT, MOBILE, send, wait=1.5)
+        arrived = {frame_seq(f.data): f.ts for f in received}
+        self.assertEqual(seqs(received), list(range(behind + 1)))
+        self.assert_due(arrived[0], sent[0].ts + 0.5, "the retransmitted frame")
+        for seq in range(1, behind + 1):
+            self.assert_due(arrived[seq], arrived[0], f"frame {seq} behind it")
+        self.assertEqual(self.counter_delta(before, "held_behind", "downlink"), behind)
+        self.assertEqual(self.counter_delta(before, "released_ahead", "downlink"), behind + 1)
 
 
 class LinkBufferBlockTest(LinkemuTest):

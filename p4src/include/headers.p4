@@ -125,6 +125,8 @@ const bit<24> PKT_OFFERS    = 0x010000;   // its direction defers best effort: i
                                           // passes offer the link (BestEffortStart)
 const bit<24> PKT_FLOOD     = 0x020000;   // dest is a multicast group
 const bit<24> PKT_SKIPPED   = 0x040000;   // released before earlier packets left
+const bit<24> PKT_TIMED     = 0x080000;   // its switch has timed departure: it leaves
+                                          // once settled, asleep at its port until due
 
 // The link model's view of a packet: its own state and its link's
 // parameters.
@@ -219,6 +221,7 @@ header pass_h {
     bit<32>    out_no;    // a held release's number (OUT_PACE, release_pacing.p4)
     bit<32>    out_seen;
     time_us_t  out_progress_us;
+    time_us_t  last_departure;   // timed: its direction's latest (ReleaseDeparture)
     bit<5>     pad;       // BMv2 wants a header of whole bytes
 }
 

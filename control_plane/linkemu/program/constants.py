@@ -97,6 +97,7 @@ COUNTERS = {
     'drop_aqm_ect': 'of which ECN-capable (above max_th, or ECN off)',
     'ecn_marks': 'marked CE by RED',
     'release_paced': "held packets due that went round once more: BMv2's output queue",
+    'released_ahead': "released to wait in the output port's queue until due (timed departure)",
     'link_out': 'packets delivered at the far end (a flooded one once)',
 }
 
@@ -182,6 +183,7 @@ PKT_OFFERS = 65536
 PKT_QUEUED = 256
 PKT_RELEASED = 32768
 PKT_SKIPPED = 262144
+PKT_TIMED = 524288
 PKT_TURN = 2048
 PORT_MAP_SIZE = 64
 RED_CURVE_SIZE = 2048

@@ -94,7 +94,7 @@ def push_profile(switch, profile):
     switch.sync_tables(profile_entries(profile))
 
 
-def set_hold_capacity(switch, frames):
-    """How many packets the hold takes: the switch's, from its timed
-    departure (testbed.bmv2.hold_capacity)."""
-    switch.sync_table(p4.TABLE_HOLD_LIMIT, hold_limit_entries(frames))
+def set_hold(switch, capacity, timed):
+    """How many packets the hold takes (testbed.bmv2.hold_capacity), and
+    whether the switch has timed departure."""
+    switch.sync_table(p4.TABLE_HOLD_LIMIT, hold_limit_entries(capacity, timed))

@@ -26,7 +26,9 @@ SWITCH_BINARY = "simple_switch_grpc"
 DEPARTURE_OPTION = "--departure-time-field"
 DEPARTURE_FIELD = "scalars.metadata_t.depart_us"
 # With it, held packets sleep in the hold ports' queues, 16 of them (and in
-# the turn lane's 16): each deep enough for its share of the capacity.
+# the turn lane's 16): each deep enough for its share of the capacity. A
+# packet released ahead of its due instant sleeps in its output port's
+# queue, which takes as many as the hold.
 HOLD_QUEUE_DEPTH = 1024
 TIMED_HOLD_CAPACITY = 15000
 # Without it every held packet goes round the hold loop, whose release error
@@ -203,6 +205,8 @@ class SimpleSwitchGrpc:
             with self.queues() as queues:
                 for port in HOLD_QUEUES:
                     queues.set_depth(port, HOLD_QUEUE_DEPTH)
+                for port in self.ports:
+                    queues.set_depth(port, TIMED_HOLD_CAPACITY)
 
     @property
     def hold_capacity(self):

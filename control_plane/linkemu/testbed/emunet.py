@@ -27,7 +27,7 @@ from ..program import constants as p4
 from ..switch.counters import wait_until_idle
 from ..switch.p4runtime import Switch
 from ..switch.ports import Port, PortLayout
-from ..switch.push import install, push_profile, set_hold_capacity
+from ..switch.push import install, push_profile, set_hold
 from . import leftovers
 from .network_lock import only_network
 from .p4switch import LinkemuSwitch
@@ -142,8 +142,9 @@ def _install_linkemu(controller, net, fixed, profile):
     """linkemu with `profile` on a switch warmed up first; returns how many
     frames the warm-up put through."""
     install(controller, BUILD / "linkemu.p4info.txtpb", BUILD / "linkemu.json",
-                      port_layout(net, fixed), WARM_UP_LINK)
-    set_hold_capacity(controller, net.get("s1").bmv2.hold_capacity)
+            port_layout(net, fixed), WARM_UP_LINK)
+    bmv2 = net.get("s1").bmv2
+    set_hold(controller, bmv2.hold_capacity, bmv2.timed)
     warmed = warm_up(controller, net, fixed)
     push_profile(controller, profile)
     controller.clear_counters()

@@ -9,7 +9,7 @@ import os
 from contextlib import contextmanager
 
 from ..switch.p4runtime import Switch
-from ..switch.push import install, set_hold_capacity
+from ..switch.push import install, set_hold
 from . import leftovers
 from .bmv2 import SimpleSwitchGrpc, free_tcp_port
 from .veth import VethPair
@@ -42,5 +42,5 @@ def veth_testbed(layout, profile, p4info_path, bmv2_json_path):
     with veth_switch([p.number for p in layout.fixed + layout.mobile]) as (switch, peers):
         with Switch(switch.grpc_address) as controller:
             install(controller, p4info_path, bmv2_json_path, layout, profile)
-            set_hold_capacity(controller, switch.hold_capacity)
+            set_hold(controller, switch.hold_capacity, switch.timed)
         yield switch, peers

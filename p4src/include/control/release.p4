@@ -8,6 +8,14 @@
 // waits for its turn sleeps until then (wake_us). A lost packet
 // (ARQ gave up) is "released" in its turn, to be dropped. A packet sent ahead
 // (PacketFaults' reorder) has no place in that order and goes when due.
+//
+// Where the switch has timed departure (PKT_TIMED), a packet is released
+// before it is due once it is settled: next in line, through the router
+// queue, and through the link or lost (no error draw left). It then sleeps
+// in its output port's queue until it is due, in line behind the packets
+// released before it, and costs no pass at its due instant. A packet whose
+// event is logged (the log reads the clock at its release) or that is
+// replicated (a flood or a duplicate) is released when due.
 #ifndef LINKEMU_RELEASE_P4
 #define LINKEMU_RELEASE_P4
 
@@ -27,8 +35,11 @@ control Release(in time_us_t now_us, inout seq_t next_release, inout link_meta_t
         // packet's turn was skipped already and it must not wait any more.
         int<32> ahead = (int<32>) (m.pkt.seq - next_release);
         bool in_line = m.pkt.flags & PKT_AHEAD == 0;
+        bool settled = m.pkt.flags & (PKT_TIMED | PKT_LINK_DONE | PKT_QUEUED | PKT_DEFERRED |
+                                      PKT_LOG | PKT_AHEAD | PKT_DUPLICATE | PKT_FLOOD) ==
+                       (PKT_TIMED | PKT_LINK_DONE) && ahead == 0;
         m.pkt.flags = (m.pkt.flags & ~PKT_TURN) |
-                      (now_us < m.pkt.due_us ? 0 :
+                      (now_us < m.pkt.due_us && !settled ? 0 :
                        (!in_line || ahead <= 0 || now_us >= m.pkt.due_us + stall_us ?
                         PKT_RELEASED | (in_line && ahead > 0 ? PKT_SKIPPED : 0) :
                         PKT_TURN));

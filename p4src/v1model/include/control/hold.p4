@@ -54,8 +54,9 @@ const bit<9> TURN_PORT_OFFSET = 1;   // 449, 453, .. 509: the turn lane
 // waiting for its turn.
 register<seq_t>(NUM_DIRECTIONS) release_next;
 
-// Each held packet's due instant by its place in link order, per direction:
-// one waiting for its turn sleeps until the packet it waits for is due.
+// By its place in link order, per direction, the instant those waiting for
+// a held packet wake: its due instant, or with timed departure its next
+// event, at which it may be released ahead (Release).
 // A ring as long as a direction can hold (the timed hold's capacity), so no
 // place is reused while its packet waits.
 const bit<32> ORDER_RING = 16384;

@@ -100,6 +100,7 @@ control LinkPass(inout headers_t hdr, inout metadata_t meta,
     DeferredEnqueue() deferred_enqueue;
     DeferredTake() deferred_take;
     ReleasePacing() release_pacing;
+    ReleaseDeparture() release_departure;
     TurnWait() turn_wait;
     LogClockRead() log_clock_read;
 
@@ -114,13 +115,15 @@ control LinkPass(inout headers_t hdr, inout metadata_t meta,
                              hdr.link.pkt.retx, hdr.link.pkt.flags[7:0]};
     }
 
-    // The packets the hold loop carries, both directions: each admitted in
-    // link order and not yet released (paced ones keep their turn), and each
-    // deferred one. Counted from positions, so a count never drifts. An
+    // The packets the switch holds, both directions: each admitted in link
+    // order and not yet released (paced ones keep their turn), each deferred
+    // one, and, with timed departure, each released that has not reached its
+    // port's egress yet. Counted from positions, so a count never drifts. An
     // arrival is refused at `capacity`: HOLD_CAPACITY for a switch whose
     // held packets all go round; the controller sets more for one with
-    // timed departure, where only the packets due go round.
-    action count_held(bit<32> capacity) {
+    // timed departure (`timed`: the packet's PKT_TIMED), where only the
+    // packets due go round.
+    action count_held(bit<32> capacity, bit<1> timed) {
         next_seq.read(hdr.pass.held, 0);
         release_next.read(hdr.pass.held_part, 0);
         hdr.pass.held = hdr.pass.held - hdr.pass.held_part;
@@ -136,13 +139,22 @@ control LinkPass(inout headers_t hdr, inout metadata_t meta,
         hdr.pass.held = hdr.pass.held + hdr.pass.held_part;
         defer_head.read(hdr.pass.held_part, 1);
         hdr.pass.held = hdr.pass.held - hdr.pass.held_part;
+        out_released.read(hdr.pass.held_part, 0);
+        hdr.pass.held = hdr.pass.held + (timed == 1 ? hdr.pass.held_part : 0);
+        out_reached.read(hdr.pass.held_part, 0);
+        hdr.pass.held = hdr.pass.held - (timed == 1 ? hdr.pass.held_part : 0);
+        out_released.read(hdr.pass.held_part, 1);
+        hdr.pass.held = hdr.pass.held + (timed == 1 ? hdr.pass.held_part : 0);
+        out_reached.read(hdr.pass.held_part, 1);
+        hdr.pass.held = hdr.pass.held - (timed == 1 ? hdr.pass.held_part : 0);
         hdr.pass.refused = hdr.pass.held >= capacity;
+        hdr.link.pkt.flags = hdr.link.pkt.flags | (timed == 1 ? PKT_TIMED : 0);
     }
 
     table hold_limit {
         key = { hdr.link.pkt.dir : exact @name("dir"); }
         actions = { count_held; }
-        default_action = count_held(HOLD_CAPACITY);
+        default_action = count_held(HOLD_CAPACITY, 0);
         size = NUM_DIRECTIONS;
     }
 
@@ -436,6 +448,10 @@ control LinkPass(inout headers_t hdr, inout metadata_t meta,
             release.apply(hdr.pass.now, hdr.pass.next, hdr.link);
             release_pacing.apply(hdr, std);
             release_next.write(hdr.link.pkt.dir, hdr.pass.next);
+            if (hdr.link.pkt.flags & (PKT_TIMED | PKT_RELEASED | PKT_AHEAD) ==
+                (PKT_TIMED | PKT_RELEASED)) {
+                release_departure.apply(hdr, meta);
+            }
 
             if (hdr.link.pkt.flags & PKT_RELEASED == 0) {
                 // Sleep until the next event: it leaves the router queue, an
@@ -472,9 +488,13 @@ control LinkPass(inout headers_t hdr, inout metadata_t meta,
                     if (hdr.link.pkt.flags & PKT_DEFERRED == 0) {
                         meta.depart_us = hdr.link.pkt.wake_us;
                     }
+                    // Those behind it in link order wait for it until it is
+                    // due, or with timed departure until its next event,
+                    // when it may be released ahead (Release).
                     if (hdr.link.pkt.flags & (PKT_DEFERRED | PKT_AHEAD) == 0) {
                         order_due.write(order_slot(hdr.link.pkt.dir, hdr.link.pkt.seq),
-                                        hdr.link.pkt.due_us);
+                                        hdr.link.pkt.flags & PKT_TIMED == 0 ?
+                                        hdr.link.pkt.due_us : hdr.link.pkt.wake_us);
                     }
                 }
             } else if (hdr.link.pkt.flags & (PKT_SKIPPED | PKT_LOG | PKT_LOST | PKT_DUPLICATE |

@@ -15,6 +15,11 @@
 // taken as lost, and frames are released again. The last release counts
 // too: after a quiet spell the port's egress thread may take longer than
 // BMv2's queue of 64 lasts to send the first of a burst on.
+//
+// A switch with timed departure (PKT_TIMED) queues as many frames for a
+// port as the hold takes (the launcher sets the depth), and a frame released
+// ahead sleeps there until due: it is not paced, and its number only counts
+// it as held until it reaches egress (LinkPass's count_held).
 #ifndef LINKEMU_RELEASE_PACING_P4
 #define LINKEMU_RELEASE_PACING_P4
 
@@ -28,6 +33,7 @@ const time_us_t OUT_STALL_US = 10000;
 register<bit<32>>(NUM_DIRECTIONS) out_released;      // held releases so far
 register<bit<32>>(NUM_DIRECTIONS) out_reached;       // the latest to reach egress
 register<time_us_t>(NUM_DIRECTIONS) out_progress_us;
+register<time_us_t>(NUM_DIRECTIONS) last_departure;   // timed: the latest so far
 
 // A held frame released to a port that finds OUT_PACE of its direction's
 // held releases still ahead of the port keeps its turn and goes round once
@@ -37,9 +43,14 @@ control ReleasePacing(inout headers_t hdr, inout standard_metadata_t std) {
     counter(NUM_DIRECTIONS, CounterType.packets) release_paced;
 
     apply {
-        if (std.instance_type == INSTANCE_TYPE_RECIRC &&
-            hdr.link.pkt.flags & (PKT_RELEASED | PKT_LOST | PKT_DUPLICATE | PKT_FLOOD) ==
-            PKT_RELEASED) {
+        if (hdr.link.pkt.flags & (PKT_RELEASED | PKT_LOST | PKT_DUPLICATE | PKT_FLOOD |
+                                  PKT_TIMED) == (PKT_RELEASED | PKT_TIMED)) {
+            out_released.read(hdr.pass.out_no, hdr.link.pkt.dir);
+            hdr.pass.out_no = hdr.pass.out_no + 1;
+            out_released.write(hdr.link.pkt.dir, hdr.pass.out_no);
+        } else if (std.instance_type == INSTANCE_TYPE_RECIRC &&
+                   hdr.link.pkt.flags & (PKT_RELEASED | PKT_LOST | PKT_DUPLICATE | PKT_FLOOD) ==
+                   PKT_RELEASED) {
             out_released.read(hdr.pass.out_no, hdr.link.pkt.dir);
             out_reached.read(hdr.pass.out_seen, hdr.link.pkt.dir);
             out_progress_us.read(hdr.pass.out_progress_us, hdr.link.pkt.dir);
@@ -56,6 +67,30 @@ control ReleasePacing(inout headers_t hdr, inout standard_metadata_t std) {
                     out_progress_us.write(hdr.link.pkt.dir, hdr.pass.now);
                 }
             }
+        }
+    }
+}
+
+// With timed departure, a released frame leaves its port's queue at its due
+// instant, and, where its direction releases in link order (Release's
+// wake_us past its due_us), never before one released earlier in its
+// direction (which may have waited past its own for its turn, or been lost
+// late, holding the frames behind it).
+control ReleaseDeparture(inout headers_t hdr, inout metadata_t meta) {
+    @brief("released to wait in the output port's queue until due (timed departure)")
+    counter(NUM_DIRECTIONS, CounterType.packets) released_ahead;
+
+    apply {
+        meta.depart_us = hdr.link.pkt.due_us;
+        if (hdr.link.pkt.wake_us != hdr.link.pkt.due_us) {
+            last_departure.read(hdr.pass.last_departure, hdr.link.pkt.dir);
+            if (hdr.pass.last_departure > meta.depart_us) {
+                meta.depart_us = hdr.pass.last_departure;
+            }
+            last_departure.write(hdr.link.pkt.dir, meta.depart_us);
+        }
+        if (hdr.pass.now < meta.depart_us && hdr.link.pkt.flags & PKT_LOST == 0) {
+            released_ahead.count(hdr.link.pkt.dir);
         }
     }
 }
