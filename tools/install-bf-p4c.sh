@@ -135,6 +135,7 @@ say "compile: ninja -j$JOBS (goes on where an earlier run stopped)"
 ninja -C p4c/build -j"$JOBS" -k 0
 say "install into $PREFIX"
 cmake --install p4c/build
+install -d "$PREFIX/lib"
 install -m 644 z3/lib/libz3.so* "$PREFIX/lib/"
 # The driver and its Python tools run with a Python of their own.
 [ -x "$PREFIX/venv/bin/python3" ] || /usr/bin/python3 -m venv "$PREFIX/venv"
