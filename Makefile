@@ -29,7 +29,7 @@ setup:
 	@$(P4_TOOLS) $(if $(filter true,$(CI)),--no-source,|| true)
 
 # p4c and BMv2's simple_switch_grpc with PI and Thrift: p4lang's packages, or
-# pinned sources built from SOURCE (README.md 'P4 tools').
+# pinned sources built from SOURCE (docs/install.md 'P4 tools').
 p4-tools:
 	@$(P4_TOOLS)
 

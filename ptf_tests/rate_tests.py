@@ -112,7 +112,7 @@ class OutageTest(RateTest):
     """Nothing leaves during an outage; the frames that arrive meanwhile wait
     in the router queue (none dropped, no link error) and follow it at the
     link's rate, in order. (Some 20 frames held: a drain much faster than a
-    turn of the hold loop falls behind, see README.)"""
+    turn of the hold loop falls behind, see docs/hold.md.)"""
 
     def runTest(self):
         delay_ms, outage = 10, (300, 700)

@@ -99,7 +99,7 @@ check() {
   fi
   if need_p4c || need_bmv2; then
     echo "linkemu needs p4c and simple_switch_grpc with PI and Thrift: 'make p4-tools'" \
-         "installs them (README.md 'P4 tools'); until then the BMv2 tests skip"
+         "installs them (docs/install.md 'P4 tools'); until then the BMv2 tests skip"
     return 1
   fi
 }
@@ -239,7 +239,7 @@ install_tools() {
   fi
   [ "$(id -u)" = 0 ] || stop "installing needs root: sudo make p4-tools"
   command -v apt-get >/dev/null ||
-    stop "no apt-get: build p4c and BMv2 as README.md 'P4 tools' says"
+    stop "no apt-get: build p4c and BMv2 as docs/install.md 'P4 tools' says"
   mkdir -p "$WORKDIR"
   if ! command -v curl >/dev/null || ! command -v git >/dev/null; then
     apt_install ca-certificates curl git ||
@@ -250,7 +250,7 @@ install_tools() {
   if need_p4c || need_bmv2; then
     [ "$1" != --no-source ] || stop "no p4lang packages from $REPO, and no source build here (CI)"
     reachable || stop "no p4lang packages from $REPO, and no sources at SOURCE=$SOURCE;" \
-                      "see README.md 'P4 tools'"
+                      "see docs/install.md 'P4 tools'"
     say "building from $SOURCE in $WORKDIR with $JOBS jobs; first the packages the build needs"
     apt_install "${BUILD_PACKAGES[@]}" ||
       stop "apt-get cannot install the build's packages ($WORKDIR/apt.log)"

@@ -39,7 +39,7 @@ HOLD_QUEUES = tuple(p4.HOLD_PORT_BASE + 4 * i + lane
                     for i in range(p4.HOLD_PORT_MASK + 1) for lane in (0, 1))
 # Everything a switch needs: the binary (with Thrift), and nft for its guard.
 SWITCH_TOOLS = (SWITCH_BINARY, "nft")
-GET_TOOLS = "'make p4-tools', see README.md 'P4 tools'"
+GET_TOOLS = "'make p4-tools', see docs/install.md 'P4 tools'"
 
 
 def missing_tools(*tools):
