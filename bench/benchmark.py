@@ -590,7 +590,7 @@ class Bench:
         with the log off and on: switch CPU per frame, release error as the
         captures see it, and as the log itself reports it. After a warm-up:
         this comes after the hold-loop runs, and a loaded cell right after
-        other work is slow the way the first one is (run 16: log off p50
+        other work is slow the way the first one is (once measured: log off p50
         18.5 ms, p99 72.1 ms, where the same cell earlier in the run had
         2.8 ms p99).
 

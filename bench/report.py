@@ -86,7 +86,7 @@ def least_link_cell(base, cell):
 
 
 def assess(report):
-    """[(target, measured, met, note)] for the issue's targets. A missed delay
+    """[(target, measured, met, note)] for the benchmark's targets. A missed delay
     target is set beside the bare recirculation loop holding as many frames
     as the cell held at once (where that loop misses too, so does any hold
     BMv2 can do by recirculation) and beside the least link model in the same
