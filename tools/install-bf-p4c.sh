@@ -50,7 +50,6 @@ BUILD_PACKAGES=(
   libprotobuf-dev protobuf-compiler libspdlog-dev libfmt-dev rapidjson-dev
 )
 
-
 check() {
   if [ -x "$PREFIX/bin/bf-p4c" ]; then
     printf '%-8s %s  %s\n' bf-p4c "$("$PREFIX/bin/bf-p4c" --version 2>&1 | head -n 1)" "$PREFIX/bin/bf-p4c"

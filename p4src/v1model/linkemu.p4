@@ -3,7 +3,8 @@
 // the v1model glue, each part with its own registers and counters, in
 // include/control: the hold loop (hold.p4), one pass through the link model
 // (link_pass.p4), the router queues' state (queue_state.p4), deferred best
-// effort (deferred_ring.p4), release pacing (release_pacing.p4) and the
+// effort (deferred_ring.p4), release pacing (release_pacing.p4), the
+// departure instant of a released frame (release_departure.p4) and the
 // event log's report (event_report.p4). Sizes are in p4src/include/size.p4.
 #include <core.p4>
 #include <v1model.p4>

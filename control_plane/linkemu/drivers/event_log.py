@@ -16,7 +16,8 @@ own account, and errs one way only: "actual" is the ingress pass that lets
 the packet go, stamped with the freshest clock the data plane has there,
 before BMv2's output queue and transmit thread, and "requested" runs from the
 instant BMv2 took the packet in, after it reached the port. So the wire sees
-at least the log's error, and under load several ms more (docs/event-log.md). against_captures() sets the log beside captures, frame by frame.
+at least the log's error, and under load several ms more (docs/event-log.md).
+against_captures() sets the log beside captures, frame by frame.
 """
 
 import csv

@@ -31,6 +31,7 @@
 #include "deferred_ring.p4"
 #include "queue_state.p4"
 #include "release_pacing.p4"
+#include "release_departure.p4"
 #include "event_report.p4"
 
 control LinkPass(inout headers_t hdr, inout metadata_t meta,

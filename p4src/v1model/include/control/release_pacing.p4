@@ -33,7 +33,6 @@ const time_us_t OUT_STALL_US = 10000;
 register<bit<32>>(NUM_DIRECTIONS) out_released;      // held releases so far
 register<bit<32>>(NUM_DIRECTIONS) out_reached;       // the latest to reach egress
 register<time_us_t>(NUM_DIRECTIONS) out_progress_us;
-register<time_us_t>(NUM_DIRECTIONS) last_departure;   // timed: the latest so far
 
 // A held frame released to a port that finds OUT_PACE of its direction's
 // held releases still ahead of the port keeps its turn and goes round once
@@ -67,30 +66,6 @@ control ReleasePacing(inout headers_t hdr, inout standard_metadata_t std) {
                     out_progress_us.write(hdr.link.pkt.dir, hdr.pass.now);
                 }
             }
-        }
-    }
-}
-
-// With timed departure, a released frame leaves its port's queue at its due
-// instant, and, where its direction releases in link order (Release's
-// wake_us past its due_us), never before one released earlier in its
-// direction (which may have waited past its own for its turn, or been lost
-// late, holding the frames behind it).
-control ReleaseDeparture(inout headers_t hdr, inout metadata_t meta) {
-    @brief("released to wait in the output port's queue until due (timed departure)")
-    counter(NUM_DIRECTIONS, CounterType.packets) released_ahead;
-
-    apply {
-        meta.depart_us = hdr.link.pkt.due_us;
-        if (hdr.link.pkt.wake_us != hdr.link.pkt.due_us) {
-            last_departure.read(hdr.pass.last_departure, hdr.link.pkt.dir);
-            if (hdr.pass.last_departure > meta.depart_us) {
-                meta.depart_us = hdr.pass.last_departure;
-            }
-            last_departure.write(hdr.link.pkt.dir, meta.depart_us);
-        }
-        if (hdr.pass.now < meta.depart_us && hdr.link.pkt.flags & PKT_LOST == 0) {
-            released_ahead.count(hdr.link.pkt.dir);
         }
     }
 }
