@@ -745,9 +745,9 @@ def run_linkemu(quick):
 
 def configure_lanes(queues, source=ROOT / "bench" / "lanes.p4"):
     """bench/lanes.p4's queues and clone sessions: each lane (its LANE lines:
-    port 452 + 4 J, session J + 1) at one frame per period, the spin port
-    (session 15) and port 2 (session 16), every queue deep enough for every
-    frame held."""
+    port 452 + 4 J, clone session J + 1) at one frame per period, the spin
+    port (clone session 15) and port 2 (clone session 16), every queue deep
+    enough for every frame held."""
     lanes = [(int(j), int(period)) for j, period in
              re.findall(r"^\s*LANE\((\d+), (\d+)\)\s*$", source.read_text(), re.MULTILINE)]
     for j, period_us in lanes:

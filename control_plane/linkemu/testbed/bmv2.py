@@ -8,6 +8,7 @@ loopback interface, so only this machine's controller reaches it.
 """
 
 import functools
+import mmap
 import os
 import shutil
 import signal
@@ -66,10 +67,13 @@ def _links_thrift(binary):
 @functools.cache
 def has_timed_departure(binary):
     """Whether the simple_switch_grpc at `binary` takes a departure instant
-    per packet (its option's name is in the binary)."""
+    per packet (its option's name is in the binary), found in the file
+    mapped, not read into memory (some 100 MB)."""
     try:
-        return DEPARTURE_OPTION.lstrip("-").encode() in Path(binary).read_bytes()
-    except OSError:
+        with open(binary, "rb") as file, mmap.mmap(file.fileno(), 0,
+                                                   access=mmap.ACCESS_READ) as image:
+            return image.find(DEPARTURE_OPTION.lstrip("-").encode()) >= 0
+    except (OSError, ValueError):   # ValueError: an empty file cannot be mapped
         return False
 
 
@@ -89,7 +93,8 @@ def hold_warnings(profile):
     its hold: more frames than it takes, or, on a switch whose held packets
     go round, more than it releases precisely."""
     timed = installed_timed_departure()
-    warnings = [w for w in [profile.hold_warning(hold_capacity(timed))] if w]
+    warning = profile.hold_warning(hold_capacity(timed))
+    warnings = [warning] if warning else []
     held = profile.frames_held_busy()
     if held is not None and held > LOOP_PRECISE_HELD and not timed:
         warnings.append(
