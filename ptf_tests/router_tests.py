@@ -8,6 +8,7 @@ from scapy.layers.inet import IP
 from scapy.layers.l2 import Ether
 
 from linkemu.drivers import queue_monitor
+from linkemu.drivers.fidelity import model_due
 from linkemu.switch.entries.red import red_curve
 from linkemu_base import (ETH_HEADER, FIXED_PORT, MOBILE_PORTS, LinkemuTest, frame_seq, profile,
                           seqs, udp_frame)
@@ -307,3 +308,119 @@ class SojournRampTest(LinkemuTest):
                 self.assertTrue(set(range(6, 12)) <= set(marked), marked)
             else:
                 self.assertEqual(marked, [])
+
+
+def model_marks(sent, direction):
+    """The sequence numbers of the frames the reference model's COBALT marks
+    CE (it drops none of them: they are ECN-capable)."""
+    marked = []
+    model_due(sent, direction, marked=marked)
+    return [frame_seq(sent[i].data) for i in marked]
+
+
+class CobaltTest(LinkemuTest):
+    """COBALT's CoDel: the first signal once the sojourn has stayed above
+    target for an interval, the next ones interval/sqrt(count) apart, CE for
+    ECN-capable packets and a drop for the others, as the reference model
+    has them."""
+
+    # 986-byte packets at 4 Mbit/s leave every 1.97 ms: a burst of 160 builds
+    # a sojourn that passes Cake's threshold (12 ms: 4 frames of the MTU) at
+    # the 7th packet. Target 5 ms, interval 100 ms.
+    LINK = {"rate": "4Mbit", "queue": 1000, "cobalt": {"target": "5ms", "interval": "100ms"}}
+    BURST = 160
+
+    def burst(self, ecn, first_seq):
+        frames = [bytes(ecn_frame(first_seq + i, ecn)) for i in range(self.BURST)]
+
+        def send():
+            for frame in frames:
+                self.dataplane.send(0, FIXED_PORT, frame)
+
+        return self.timed(FIXED_PORT, MOBILE, send, wait=self.BURST * 0.002 + 1.5)
+
+    def runTest(self):
+        self.push({"downlink": self.LINK})
+        direction = profile(downlink=self.LINK).downlink
+        for ecn, first_seq in ((2, 0), (0, 1000)):
+            before = self.counters()
+            sent, received = self.burst(ecn, first_seq)
+            self.assertEqual(len(sent), self.BURST)
+            got = seqs(received)
+            marked = [frame_seq(f.data) for f in received if f.data[15] & 3 == 3]
+            dropped = sorted(set(range(first_seq, first_seq + self.BURST)) - set(got))
+            signalled = marked if ecn else dropped
+            expected = [frame_seq(f.data) for f, due in zip(sent, model_due(sent, direction))
+                        if due is None] if not ecn else model_marks(sent, direction)
+            with self.subTest(ecn=ecn):
+                self.assertEqual(got, sorted(got), "a FIFO queue keeps its order")
+                self.assertEqual(len(marked), self.counter_delta(before, "cobalt_marks",
+                                                                 "downlink"))
+                self.assertEqual(len(dropped), self.counter_delta(before, "drop_codel",
+                                                                  "downlink"))
+                self.assertEqual(marked if not ecn else dropped, [])
+                # The first signal depends on when the sojourn crossed the
+                # threshold, which the send's pace shifts by a packet or
+                # two; the spacing after it is the link's own.
+                self.assertGreaterEqual(len(signalled), 4, signalled)
+                self.assertEqual(len(signalled), len(expected), (signalled, expected))
+                self.assertLessEqual(abs(signalled[0] - expected[0]), 3, (signalled, expected))
+                self.assertGreaterEqual(signalled[0] - first_seq, 6 + 100 // 2 - 3)
+                gaps = np.diff(signalled)
+                expected_gaps = np.diff(expected)
+                self.assertTrue(all(abs(gaps - expected_gaps) <= 1), (signalled, expected))
+                # interval/sqrt(count) at 1.97 ms a packet: 36, 29, 25 packets
+                # leave in between, and the dropped one, which takes no time
+                law = [100 / math.sqrt(k) / 1.972 + (0 if ecn else 1) for k in (2, 3, 4)]
+                for gap, want in zip(gaps, law):
+                    self.assertLessEqual(abs(gap - want), 1.5, (gaps, law))
+
+
+class CobaltSparesLastTest(LinkemuTest):
+    """COBALT never drops its queue's last packet: a burst whose last packet
+    leaves when CoDel's first signal is due delivers it; one packet more
+    behind it, and that packet is dropped."""
+
+    # 1000-byte frames at 1 Mbit/s leave every 7.9 ms. Cake's parameters at
+    # this rate: threshold 48 ms (the 7th frame waits 55 ms, the 6th 47),
+    # interval 113 ms: the first signal is due at 55 + 113 ms, when the 23rd
+    # frame (index 22) leaves, 5 ms after the 22nd, 5 ms before it is due.
+    LINK = {"rate": "1Mbit", "queue": 1000, "cobalt": {}}
+    SIGNALLED = 22
+
+    def runTest(self):
+        self.push({"downlink": self.LINK})
+        for count, first_seq in ((self.SIGNALLED + 1, 0), (self.SIGNALLED + 2, 100)):
+            before = self.counters()
+            for i in range(count):
+                self.dataplane.send(0, FIXED_PORT, bytes(ecn_frame(first_seq + i, 0)))
+            received = self.receive(MOBILE, count, timeout=count * 0.008 + 1.5)
+            dropped = sorted(set(range(first_seq, first_seq + count)) -
+                             set(frame_seq(data) for _, data in received))
+            with self.subTest(count=count):
+                if count == self.SIGNALLED + 1:
+                    self.assertEqual(dropped, [])
+                else:
+                    self.assertEqual(dropped, [first_seq + self.SIGNALLED])
+                self.assertEqual(len(dropped), self.counter_delta(before, "drop_codel",
+                                                                  "downlink"))
+            self.assert_quiet(timeout=0.3)
+
+
+class BlueTest(LinkemuTest):
+    """COBALT's BLUE: a flow that keeps the queue overflowing raises the drop
+    probability by 1/256 at most once per target, and BLUE drops its packets
+    on top of the overflow's tail drops; a responsive queue never sees it."""
+
+    def runTest(self):
+        # 1 Mbit/s, Cake's target 18 ms; 300-byte frames offered at twice
+        # the rate (one per 1.2 ms) for 3 s overflow a 10-packet queue all
+        # along: some 160 raises, a drop probability near 60 % at the end.
+        self.push({"downlink": {"rate": "1Mbit", "queue": 10, "cobalt": {}}})
+        before = self.counters()
+        self.send_spaced(FIXED_PORT, MOBILE, 2500, 0.0012, length=300)
+        self.drain(quiet=0.5)
+        blue = self.counter_delta(before, "drop_blue", "downlink")
+        tail = self.counter_delta(before, "drop_queue", "downlink")
+        self.assertGreater(tail, 500)
+        self.assertGreater(blue, 100, (blue, tail))

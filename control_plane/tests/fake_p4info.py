@@ -6,11 +6,12 @@ from p4.config.v1 import p4info_pb2
 
 from linkemu.model.link_states import constant_errors
 from linkemu.model.profile import parse_profile
-from linkemu.switch.entities import Range, Ternary
+from linkemu.switch.entities import Lpm, Range, Ternary
 from linkemu.switch.p4info import P4Info
 from linkemu.switch.push import profile_entries
 
-MATCH_KINDS = {Ternary: p4info_pb2.MatchField.TERNARY, Range: p4info_pb2.MatchField.RANGE}
+MATCH_KINDS = {Ternary: p4info_pb2.MatchField.TERNARY, Range: p4info_pb2.MatchField.RANGE,
+               Lpm: p4info_pb2.MatchField.LPM}
 RED = {"min": 2, "max": 7, "max_p": 0.1, "weight": 0.002}
 # Between them, every table and action a push writes.
 PROFILES = (
@@ -24,6 +25,7 @@ PROFILES = (
                   "reorder": 0.01, "duplicate": 0.01, "corrupt": 0.01},
      "uplink": {"rate": "1Mbit", "sojourn_ramp": {"target": "5ms"}},
      "link_states": constant_errors({"downlink": 0.1, "uplink": 0})},
+    {"downlink": {"rate": "10Mbit", "cobalt": {}}, "uplink": {}},
     {"downlink": {}, "uplink": {}},
 )
 

@@ -7,6 +7,9 @@ from linkemu.model.profile import parse_profile
 from linkemu.program import constants as p4
 from linkemu.switch.codes import CLASS_IDS, byte_cost_q, queue_index, threshold
 from linkemu.switch.entities import Ternary
+from linkemu.switch.entries.cobalt import (cobalt_decay_entries, cobalt_entries,
+                                           cobalt_law_entries, decay_end, grid_count,
+                                           inv_sqrt_q32, law_sum_q16)
 from linkemu.switch.entries.link_arrival import is_plain, link_entries
 from linkemu.switch.entries.link_errors import arq_entries
 from linkemu.switch.entries.link_params import (buffer_hold_us, defers_best_effort,
@@ -269,3 +272,57 @@ def test_a_link_buffer_with_arq_decides_best_effort_starts_late():
     assert not defers_best_effort(errorless, "downlink")
     (down, _) = [q for q in class_queues(profile) if q.cls == "best_effort"]
     assert down.deferred
+
+
+def test_cobalt_takes_cakes_parameters_for_the_rate():
+    """Cake raises the target to 1.5 frames of the MTU and the interval by
+    as much, and counts a sojourn as above target only beyond 4 frames."""
+    profile = parse_profile({
+        "downlink": {"rate": "100Mbit", "cobalt": {}},
+        "uplink": {"rate": "1Mbit", "overhead": 20, "cobalt": {"ecn": False}}})
+    entries = cobalt_entries(profile)
+    down, up = entries[p4.TABLE_COBALT_PARAMS]
+    assert down.match == {"queue": queue_index("downlink", "best_effort")}
+    assert down.params == {"target_us": 5000, "threshold_us": 5000, "interval_us": 100000,
+                           "per_interval_q32": round(2**32 / 100000), "ecn": 1}
+    frame_us = 1520 * 8   # the MTU and its overhead at 1 Mbit/s: 12.16 ms
+    assert up.params["target_us"] == round(1.5 * frame_us)
+    assert up.params["interval_us"] == round(100000 + 1.5 * frame_us - 5000)
+    assert up.params["threshold_us"] == 4 * frame_us and up.params["ecn"] == 0
+    assert link_params_entries(profile)[0].params["features"] == p4.FEATURE_COBALT
+    assert len(entries[p4.TABLE_COBALT_LAW]) == len(entries[p4.TABLE_COBALT_DECAY]) + 1
+    empty = cobalt_entries(parse_profile({"downlink": {}, "uplink": {}}))
+    assert all(entries == [] for entries in empty.values())
+
+
+def test_cobalt_law_covers_every_count_once():
+    """The law's prefixes tile the 32-bit counts; each holds 1/sqrt of its
+    count and of the next one, and the sum of the steps below it."""
+    entries = cobalt_law_entries()
+    covered = 0
+    for entry in entries:
+        value, prefix = entry.match["count"].value, entry.match["count"].prefix_len
+        assert value == covered, value
+        covered += 1 << (32 - prefix)
+        assert entry.params["inv_sqrt_q32"] == inv_sqrt_q32(value)
+        assert entry.params["next_inv_sqrt_q32"] == inv_sqrt_q32(value + 1)
+    assert covered == 2**32
+    assert inv_sqrt_q32(0) == inv_sqrt_q32(1) == 2**32 - 1
+    assert inv_sqrt_q32(4) == 2**31
+    assert len(entries) <= 512   # COBALT_LAW_SIZE
+    # The sum: exact to 128, then the asymptotic series, which meets it.
+    assert law_sum_q16(3) == (2 * (2**32 - 1) + round(2**32 / 2**0.5)) >> 16
+    exact = sum(inv_sqrt_q32(j) for j in range(129)) / 2**32
+    assert abs(law_sum_q16(129) / 2**16 - exact) < 1e-4
+
+
+def test_cobalt_decay_ends_below_what_is_left():
+    entries = cobalt_decay_entries()
+    for entry, after in zip(entries, entries[1:]):
+        assert entry.match["sum_q16"].high + 1 == after.match["sum_q16"].low
+        assert entry.params["sum_q16"] == law_sum_q16(entry.params["count"])
+        assert entry.match["sum_q16"].low == entry.params["sum_q16"] + 1
+    assert entries[0].params["count"] == 1 and entries[-1].match["sum_q16"].high == 2**64 - 1
+    assert decay_end(law_sum_q16(10)) == 9 and decay_end(law_sum_q16(10) + 1) == 10
+    assert decay_end(law_sum_q16(1)) == 0
+    assert decay_end(law_sum_q16(1000) + 1) == grid_count(1000) == 960

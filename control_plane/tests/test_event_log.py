@@ -37,7 +37,7 @@ def test_outcomes_count_every_cause_per_direction():
                        event(4, "drop_link_error")])
     assert counts["downlink"] == {"released": 1, "drop_queue": 0, "drop_aqm": 1,
                                   "drop_loss_model": 0, "drop_link_error": 1,
-                                  "drop_hold": 0}
+                                  "drop_hold": 0, "drop_codel": 0, "drop_blue": 0}
     assert counts["uplink"]["released"] == 1
 
 

@@ -1,5 +1,6 @@
-from linkemu.drivers.fidelity import Frame, compare, frame_fields, model_due
+from linkemu.drivers.fidelity import CobaltState, Frame, compare, frame_fields, model_due
 from linkemu.model.profile import Direction, parse_profile
+from linkemu.switch.entries.cobalt import CobaltParams
 
 
 def burst(count, length=500, t0=1.0, gap=0.0):
@@ -162,3 +163,84 @@ def test_a_buffered_frame_keeps_its_place_until_acknowledged():
                      send_buffer=9600)
     dues = model_due(burst(20, length=590), link)
     assert [d is None for d in dues] == [False] * 9 + [True] * 11
+
+
+COBALT_LINK = {"rate": "4Mbit", "queue": 1000, "cobalt": {}}
+
+
+def ip_frame(seq, ecn, t, length=1000):
+    """An IPv4 frame (its ECN bits set) sent at t."""
+    data = bytes(12) + b"\x08\x00" + bytes([0x45, ecn]) + seq.to_bytes(4, "big") * 8
+    return Frame(t, data, length)
+
+
+def cobalt_burst(count, ecn=0):
+    return [ip_frame(i, ecn, 1.0) for i in range(count)]
+
+
+def test_cobalt_signals_an_interval_after_the_sojourn_passes_target_then_faster():
+    """4 Mbit/s, 1000-byte frames: one leaves every 1.972 ms. Cake's threshold
+    is 12 ms (4 frames of the MTU): from the 7th frame on, a burst's frames
+    wait beyond it. The first signal falls an interval (100 ms) later, the
+    next ones 100/sqrt(2), 100/sqrt(3) ms apart; a drop takes no link time."""
+    direction = parse_profile({"downlink": COBALT_LINK, "uplink": {}}).downlink
+    marked = []
+    dues = model_due(cobalt_burst(200, ecn=2), direction, marked=marked)
+    assert None not in dues
+    tx = (1000 - 14) * 8 / 4e6
+    leave = [i * tx for i in range(200)]        # all sent at once
+    first_over = next(i for i in range(200) if leave[i] > 0.012)
+    assert first_over == 7
+    assert leave[marked[0]] >= leave[first_over] + 0.1 - 1e-6
+    assert leave[marked[0] - 1] < leave[first_over] + 0.1
+    for k, (a, b) in enumerate(zip(marked, marked[1:]), start=2):
+        assert abs((leave[b] - leave[a]) - 0.1 / k**0.5) < tx, (k, marked)
+    # Not ECN-capable: the same signals are drops, each one taking the
+    # frame off the link, so those behind it leave a frame's time earlier.
+    dues = model_due(cobalt_burst(200), direction, marked=marked)
+    dropped = [i for i, due in enumerate(dues) if due is None]
+    assert dropped[0] == marked[0] and len(dropped) >= 4
+    delivered = [due for due in dues if due is not None]
+    assert all(abs((b - a) - tx) < 1e-5 for a, b in zip(delivered, delivered[1:]))
+
+
+def test_cobalt_spares_the_last_packet_of_its_queue():
+    direction = parse_profile({"downlink": COBALT_LINK, "uplink": {}}).downlink
+    first_drop = model_due(cobalt_burst(200), direction).index(None)
+    dues = model_due(cobalt_burst(first_drop + 1), direction)
+    assert None not in dues
+    tx = (1000 - 14) * 8 / 4e6
+    assert abs(dues[-1] - 1.0 - (first_drop + 1) * tx) < 2e-6
+    # One more behind it, and it is dropped after all.
+    assert model_due(cobalt_burst(first_drop + 2), direction)[first_drop] is None
+
+
+def test_cobalt_decays_its_count_after_the_episode():
+    """A second episode soon after the first starts where the first left off
+    (its next signal sooner than an interval); one long after starts anew."""
+    direction = parse_profile({"downlink": COBALT_LINK, "uplink": {}}).downlink
+
+    def first_signal_after_first_over(gap):
+        marked = []
+        frames = cobalt_burst(200, ecn=2) + [ip_frame(1000 + i, 2, 1.0 + gap) for i in range(200)]
+        model_due(frames, direction, marked=marked)
+        second = [i - 200 for i in marked if i >= 200]
+        return second[0]
+    tx = (1000 - 14) * 8 / 4e6
+    assert first_signal_after_first_over(0.5) < 7 + 0.1 / tx - 5
+    assert first_signal_after_first_over(5.0) == first_signal_after_first_over(60.0)
+    assert abs(first_signal_after_first_over(5.0) - (7 + 0.1 / tx)) <= 1
+
+
+def test_blue_rises_on_overflow_at_most_once_a_target_and_falls_when_empty():
+    direction = parse_profile({"downlink": COBALT_LINK, "uplink": {}}).downlink
+    blue = CobaltState(CobaltParams.of(direction.cobalt, direction.rate_bps, 0))
+    blue.overflow(1_000_000)
+    blue.overflow(1_004_000)                 # within the target (5 ms)
+    assert blue.p_drop == 1 << 24 and blue.dropping and blue.count == 1
+    blue.overflow(1_006_000)
+    assert blue.p_drop == 2 << 24
+    blue.found_empty(1_008_000)              # within the target of the last change
+    assert blue.p_drop == 2 << 24
+    blue.found_empty(1_012_000)
+    assert blue.p_drop == (2 << 24) - (1 << 20)

@@ -337,3 +337,48 @@ def test_smix2_e0_is_r0_without_link_states(variant):
     r0 = load_profile(PROFILES / f"smix2-r0-mix{variant}.yaml")
     assert e0.states is None and r0.states is not None
     assert e0.directions() == r0.directions()
+
+
+def test_cobalt_defaults_are_cakes():
+    data = valid()
+    data["downlink"]["cobalt"] = {}
+    data["uplink"]["cobalt"] = {"target": "10ms", "interval": "200ms", "ecn": False}
+    profile = parse_profile(data)
+    down, up = profile.downlink.cobalt, profile.uplink.cobalt
+    assert (down.target_us, down.interval_us, down.ecn, down.mtu) == (5000, 100000, True, 576)
+    assert (up.target_us, up.interval_us, up.ecn) == (10000, 200000, False)
+    assert "COBALT target 10ms interval 200ms without ECN" in profile.uplink.describe()
+
+
+@pytest.mark.parametrize("cobalt, fragment", [
+    ({"target": "100ms"}, "downlink.cobalt.target: '100ms': must be less than the interval, "
+                          "100ms"),
+    ({"target": "0ms"}, "downlink.cobalt.target: '0ms'"),
+    ({"interval": -1}, "downlink.cobalt.interval: -1"),
+    ({"ecn": "yes"}, "downlink.cobalt.ecn: 'yes': expected true or false"),
+    ({"quantum": 0}, "downlink.cobalt.quantum: 0: unknown field; allowed: ecn, interval, target"),
+])
+def test_bad_cobalt(cobalt, fragment):
+    data = valid()
+    data["downlink"]["cobalt"] = cobalt
+    found = problems(data)
+    assert any(fragment in p for p in found), found
+
+
+@pytest.mark.parametrize("other, value", [
+    ("red", {"min": 2, "max": 7, "max_p": 0.1, "weight": 0.002}),
+    ("priority", {"match": [{"protocol": "udp"}]}),
+    ("link_buffer", "10kB"),
+    ("rate_changes", [{"at": "1s", "rate": "32kbit"}]),
+])
+def test_cobalt_cannot_share_its_queue(other, value):
+    data = valid()
+    data["downlink"]["cobalt"] = {}
+    data["downlink"][other] = value
+    assert any(f"downlink.cobalt: cannot be combined with {other}" in p for p in problems(data))
+
+
+def test_cobalt_needs_a_rate():
+    data = valid()
+    data["downlink"].update(rate="unlimited", cobalt={})
+    assert any("downlink.cobalt: COBALT needs a rate" in p for p in problems(data))

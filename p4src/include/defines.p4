@@ -32,6 +32,7 @@ const features_t FEATURE_DELAY_VARIATION = 8; // jitter or delay spikes
 const features_t FEATURE_PACKET_FAULTS = 16;  // reorder, duplicate, corrupt
 const features_t FEATURE_PRIORITY     = 32;  // traffic classes: a priority split
 const features_t FEATURE_LINK_ERRORS  = 64;  // a link state with errors: draws, ARQ
+const features_t FEATURE_COBALT       = 128; // Cake's AQM on the router queue
 
 // What became of a packet, in the event log.
 const bit<8> EVENT_RELEASED        = 0;   // left the far end of the link
@@ -40,8 +41,10 @@ const bit<8> EVENT_DROP_AQM        = 2;   // RED
 const bit<8> EVENT_DROP_LOSS_MODEL = 3;   // Bernoulli / Gilbert-Elliott
 const bit<8> EVENT_DROP_LINK_ERROR = 4;   // link error, after ARQ if any
 const bit<8> EVENT_DROP_HOLD       = 5;   // the hold full (its capacity: hold_limit)
+const bit<8> EVENT_DROP_CODEL      = 6;   // COBALT's CoDel, leaving the router queue
+const bit<8> EVENT_DROP_BLUE       = 7;   // COBALT's BLUE, leaving the router queue
 // Flags of an event.
-const bit<8> EVENT_MARKED    = 1;   // CE marked (RED or the sojourn ramp)
+const bit<8> EVENT_MARKED    = 1;   // CE marked (RED, COBALT or the sojourn ramp)
 const bit<8> EVENT_HELD      = 2;   // held behind a retransmitted frame
 const bit<8> EVENT_AHEAD     = 4;   // sent ahead (reorder)
 const bit<8> EVENT_DUPLICATE = 8;   // released twice

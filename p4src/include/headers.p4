@@ -74,6 +74,7 @@ header link_params_h {
 const bit<2> AQM_PASS = 0;
 const bit<2> AQM_SIGNAL = 1;     // mark CE if ECN-capable, else drop
 const bit<2> AQM_DROP = 2;       // above max_th (2 x max_th if gentle): drop
+const bit<2> AQM_DROP_BLUE = 3;  // COBALT: BLUE's drop, not CoDel's
 
 // What the link model decided about a packet. It rides with the packet
 // through the hold loop inside the packet itself: the deparser emits it
@@ -127,6 +128,9 @@ const bit<24> PKT_FLOOD     = 0x020000;   // dest is a multicast group
 const bit<24> PKT_SKIPPED   = 0x040000;   // released before earlier packets left
 const bit<24> PKT_TIMED     = 0x080000;   // its switch has timed departure: it leaves
                                           // once settled, asleep at its port until due
+const bit<24> PKT_AQM_LATE  = 0x100000;   // COBALT drops it when it leaves the router
+                                          // queue, unless nothing waits behind it
+const bit<24> PKT_BLUE      = 0x200000;   // with PKT_AQM_LATE: BLUE's drop
 
 // The link model's view of a packet: its own state and its link's
 // parameters.
@@ -162,6 +166,32 @@ struct red_state_t {
     bit<64> avg;      // Q.16, packets or bytes
     bit<32> count;    // arrivals since the last signal, within the curve
     bit<32> target;   // R x 65536
+}
+
+// A router queue's COBALT state between packets (the architecture glue
+// keeps it in registers).
+struct cobalt_state_t {
+    bit<32>   count;       // CoDel's signals in this episode, decaying after it
+    bit<1>    dropping;    // the sojourn is above target
+    time_us_t drop_next;   // CoDel's next signal; with count 0 its activity timeout
+    bit<32>   p_drop;      // BLUE's drop probability, x 2^32
+    time_us_t blue_timer;  // BLUE's last change
+}
+
+// COBALT's parameters and law for one packet (Cobalt).
+struct cobalt_work_t {
+    time_us_t target_us;       // BLUE's hold-off
+    time_us_t threshold_us;    // a sojourn above it is above target
+    bit<64>   interval_us;
+    bit<64>   per_interval_q32; // 2^32 / interval_us
+    bit<1>    ecn;             // mark ECN-capable packets instead of dropping
+    bit<64>   inv_sqrt_q32;    // 1/sqrt(count), Cake's rec_inv_sqrt
+    bit<64>   next_inv_sqrt_q32; // 1/sqrt(count + 1)
+    bit<64>   law_sum_q16;     // the sum of 1/sqrt(j) for j < count
+    bit<64>   decay_q16;       // the elapsed time since drop_next, in intervals
+    time_us_t elapsed_us;
+    bool      next_due;
+    bool      late;            // "schedule" > 0: drop_next has passed
 }
 
 // The classification's key (TrafficClass).
@@ -263,11 +293,14 @@ header feature_pass_h {
     bit<16>    rand_corrupt;
     bit<5>     flip_bit;
     bit<16>    rand_ramp;
+    bit<32>    rand_blue;
+    cobalt_state_t cobalt;
+    cobalt_work_t cobalt_work;
     time_us_t  sojourn;   // the sojourn ramp's key
     bool       ramp_mark;
     event_t    event;
     bool       report;    // this pass ends with event in the event log
-    bit<6>     pad;       // whole bytes
+    bit<2>     pad;       // whole bytes
 }
 
 // The switch's clock when a controller's probe entered (P4Runtime packet-in

@@ -11,6 +11,7 @@
 #define RED_CURVE_SIZE 2048       // RED's p_b steps, all queues
 #define RED_DECAY_SIZE 2048       // RED's idle decay steps, all queues
 #define TRAFFIC_CLASS_SIZE 256    // priority classification rules
+#define COBALT_LAW_SIZE 512       // COBALT's counts: 128 exact, 8 steps per power of two
 
 // Deferred best-effort packets a direction holds; the profile keeps the
 // best-effort queue limit at or below it, so a slot is never overwritten

@@ -14,6 +14,8 @@ from scapy.utils import RawPcapReader
 
 from ..program import constants as p4
 from ..switch.codes import byte_cost_q
+from ..switch.entries.cobalt import (Q32, CobaltParams, decay_end, grid_count, inv_sqrt_q32,
+                                     law_sum_q16)
 from ..switch.entries.link_params import buffer_hold_us
 
 ONE = 1 << p4.TIME_FRAC_BITS
@@ -72,6 +74,72 @@ def frame_fields(data):
             int.from_bytes(data[l4 + 2:l4 + 4], "big"))
 
 
+def ecn_capable(data):
+    """Whether an Ethernet frame carries an ECN-capable IP packet."""
+    ether_type = int.from_bytes(data[12:14], "big") if len(data) >= 14 else None
+    if ether_type == 0x0800 and len(data) >= 34:
+        return data[15] & 3 != 0
+    if ether_type == 0x86dd and len(data) >= 54:
+        return (data[15] >> 4) & 3 != 0
+    return False
+
+
+class CobaltState:
+    """A router queue's COBALT, as cobalt.p4 computes it, with the decay loop
+    run step by step on the law's grid. BLUE's drops are random draws, which
+    the model leaves out: a frame BLUE drops counts as an unexpected drop."""
+
+    def __init__(self, params):
+        self.p = params
+        self.count, self.dropping, self.drop_next = 0, False, 0
+        self.p_drop, self.blue_timer = 0, 0
+
+    def overflow(self, now_us):
+        if now_us - self.blue_timer > self.p.target_us:
+            self.p_drop = min(Q32 - 1, self.p_drop + (1 << 24))
+            self.blue_timer = now_us
+        self.dropping, self.drop_next = True, now_us
+        self.count = max(self.count, 1)
+
+    def found_empty(self, now_us):
+        if self.p_drop and now_us - self.blue_timer > self.p.target_us:
+            self.p_drop = max(0, self.p_drop - (1 << 20))
+            self.blue_timer = now_us
+
+    def leaves(self, arrival_us, leave_us, capable):
+        """"pass", "mark" or "drop" for a packet leaving the queue at leave_us."""
+        interval = self.p.interval_us
+        count = grid_count(self.count)
+        elapsed = leave_us - self.drop_next
+        late = elapsed > 0
+        next_due = self.count != 0 and elapsed >= 0
+        verdict = "pass"
+        if leave_us - arrival_us > self.p.threshold_us:
+            if not self.dropping:
+                self.dropping = True
+                self.drop_next = leave_us + ((interval * inv_sqrt_q32(count)) >> 32)
+            self.count = max(self.count, 1)
+        else:
+            self.dropping = False
+        if next_due and self.dropping:
+            verdict = "mark" if capable and self.p.ecn else "drop"
+            self.count = min(self.count + 1, Q32 - 1)
+            self.drop_next += (interval * inv_sqrt_q32(count + 1)) >> 32
+            late = leave_us - self.drop_next > 0
+        elif next_due:
+            left = law_sum_q16(count) - ((elapsed * self.p.per_interval_q32()) >> 16)
+            self.count = decay_end(left) if left > 0 else 0
+            if self.count:
+                self.drop_next += (interval * (law_sum_q16(count) -
+                                               law_sum_q16(self.count))) >> 16
+                late = leave_us - self.drop_next > 0
+        if self.count == 0:
+            self.drop_next = leave_us + interval
+        elif late and verdict != "drop":
+            self.drop_next = leave_us
+        return verdict
+
+
 def frame_class(direction, data):
     """"priority" if the frame matches the direction's priority class."""
     if direction.priority is None:
@@ -107,9 +175,10 @@ class _ClassQueue:
                                        octets + l3_len > self.byte_limit)
 
 
-def model_due(arrivals, direction):
+def model_due(arrivals, direction, marked=None):
     """Due instant (s) of each arriving frame, or None where the router queue
-    drops it; arrivals are (timestamp s, frame) in arrival order.
+    drops it; arrivals are (timestamp s, frame) in arrival order. `marked`, a
+    list, gets the index of each frame COBALT marks CE.
 
     A frame leaves its router queue once the link send buffer has room for
     it (link_clock.p4). With a priority class, best effort is non-preemptive
@@ -130,6 +199,9 @@ def model_due(arrivals, direction):
         queues["priority"] = _ClassQueue(priority.queue_packets, priority.queue_bytes,
                                          priority.share, direction.rate_bps)
     best_effort = queues["best_effort"]
+    cobalt = direction.cobalt and CobaltState(CobaltParams.of(direction.cobalt, direction.rate_bps,
+                                                          direction.overhead_bytes))
+    late_drop = None   # (index, leave us, octets): COBALT drops it unless none waits behind
     link_free = 0
     deferred = deque()  # best effort waiting for a start: (arrival q, L3 length, octets, index)
     dues = [None] * len(arrivals)
@@ -149,9 +221,19 @@ def model_due(arrivals, direction):
             deferred.popleft()
             start(best_effort, start_q, octets, index)
 
+    def spare(index, octets):
+        # Its queue's last packet: it takes the link where the link is free.
+        nonlocal link_free
+        start_q = link_free
+        link_free = start_q + octets * cost
+        dues[index] = (_ceil_us(link_free) + direction.delay_us) / 1e6
+
     for index, frame in enumerate(arrivals):
         now_us = round(frame.ts * 1e6)
         now_q = now_us * ONE
+        if late_drop and now_us >= late_drop[1]:
+            spare(late_drop[0], late_drop[2])
+            late_drop = None
         settle(now_q)
         queue = queues[frame_class(direction, frame.data)]
         for q in queues.values():
@@ -162,13 +244,27 @@ def model_due(arrivals, direction):
         defer = priority is not None and queue is best_effort and (deferred or leave_q > now_q)
         waits = defer or leave_q > now_q
         if waits and queue.full(l3_len, deferred if queue is best_effort else ()):
+            if cobalt:
+                cobalt.overflow(now_us)
             continue
         if defer:
             deferred.append((now_q, l3_len, octets, index))
             continue
+        if cobalt and not queue.waiting:
+            cobalt.found_empty(now_us)
         if waits:
+            late_drop = None   # one waits behind it now
             queue.waiting.append((_ceil_us(leave_q), l3_len))
+        if cobalt:
+            verdict = cobalt.leaves(now_us, _ceil_us(leave_q), ecn_capable(frame.data))
+            if verdict == "mark" and marked is not None:
+                marked.append(index)
+            if verdict == "drop" and waits:
+                late_drop = (index, _ceil_us(leave_q), octets)
+                continue
         start(queue, start_q, octets, index)
+    if late_drop:
+        spare(late_drop[0], late_drop[2])
     settle(float("inf"))
     return dues
 

@@ -19,12 +19,13 @@ from .experiment import flow_label
 # Counter -> cause, as reported per direction.
 DROP_CAUSES = {"drop_queue": "queue", "drop_aqm": "aqm", "drop_aqm_ect": "aqm_ect",
                "ecn_marks": "ecn_marks", "ramp_marks": "ramp_marks",
+               "drop_codel": "codel", "drop_blue": "blue", "cobalt_marks": "cobalt_marks",
                "drop_link_error": "link_error", "drop_loss_model": "loss_model",
                "drop_hold": "hold_full",
                "retransmissions": "arq_retransmissions"}
 # What the switch drops between a frame's arrival and its delivery.
-LOST_ON_THE_WAY = ("drop_queue", "drop_aqm", "drop_link_error", "drop_loss_model",
-                   "drop_hold")
+LOST_ON_THE_WAY = ("drop_queue", "drop_aqm", "drop_codel", "drop_blue", "drop_link_error",
+                   "drop_loss_model", "drop_hold")
 TCP_TOTALS = ("retransmissions", "spurious_retransmissions", "spurious_timeouts",
               "dup_acks", "lost", "ce_marks")
 

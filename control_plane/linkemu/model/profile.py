@@ -99,6 +99,23 @@ class ClassMatch:
 
 
 @dataclass(frozen=True)
+class Cobalt:
+    """Cake's AQM on the router queue: CoDel (target, interval) with BLUE
+    for flows that do not respond. Packets that are ECN-capable are marked
+    CE instead of dropped, unless `ecn` is off. `mtu` is the profile's: Cake
+    raises the target to what a frame of it takes at a low rate."""
+
+    target_us: int = 5000
+    interval_us: int = 100000
+    ecn: bool = True
+    mtu: int = 1500
+
+    def describe(self):
+        return (f"COBALT target {format_time_us(self.target_us)} interval "
+                f"{format_time_us(self.interval_us)}{'' if self.ecn else ' without ECN'}")
+
+
+@dataclass(frozen=True)
 class Priority:
     """A high-priority class served strictly before best effort (DiffServ).
 
@@ -126,6 +143,7 @@ class Direction:
     loss: LossModel | None = None
     queue_bytes: int | None = None  # byte limit of the router queue
     red: Red | None = None
+    cobalt: Cobalt | None = None
     sojourn_target_us: int | None = None  # L4S-style CE ramp for ECT(1) packets
     priority: Priority | None = None  # queue, queue_bytes and red are best effort's then
     jitter: Jitter | None = None
@@ -150,6 +168,8 @@ class Direction:
             text += f", link buffer {self.send_buffer} B"
         if self.red:
             text += f", {_describe_red(self.red)}"
+        if self.cobalt:
+            text += f", {self.cobalt.describe()}"
         if self.priority:
             p = self.priority
             text += (f"; priority class ({' or '.join(m.describe() for m in p.match)}): "
@@ -344,6 +364,24 @@ def _red(section, mtu, rate_bps):
     return red
 
 
+def _cobalt(section, mtu, rate_bps):
+    if section is None:
+        return None
+    cobalt = Cobalt(target_us=section.field("target", positive_time_us, default=5000),
+                    interval_us=section.field("interval", positive_time_us, default=100000),
+                    ecn=section.field("ecn", boolean, default=True), mtu=mtu)
+    if cobalt.target_us is not None and cobalt.interval_us is not None \
+            and cobalt.target_us >= cobalt.interval_us:
+        section.problem(section.sub_path("target"), section.data.get("target", "5ms"),
+                        f"must be less than the interval, "
+                        f"{format_time_us(cobalt.interval_us)}")
+    if rate_bps is None:
+        section.problems.append(f"{section.path}: COBALT needs a rate: with an unlimited "
+                                "rate no queue ever builds")
+    section.reject_unknown()
+    return cobalt
+
+
 def _sojourn_ramp(section):
     if section is None:
         return None
@@ -428,6 +466,7 @@ def _direction(section, mtu, base_dir):
         loss=_loss(section.section("loss", required=False)),
         queue_bytes=section.field("queue_bytes", _size),
         red=_red(section.section("red", required=False), mtu, rate),
+        cobalt=_cobalt(section.section("cobalt", required=False), mtu, rate),
         sojourn_target_us=_sojourn_ramp(section.section("sojourn_ramp", required=False)),
         priority=_priority(section.section("priority", required=False), mtu, rate),
         jitter=read_jitter(section.section("jitter", required=False)),
@@ -450,6 +489,16 @@ def _direction(section, mtu, base_dir):
     if direction.rate_schedule is not None and direction.priority is not None:
         section.problems.append(f"{section.sub_path('priority')}: cannot be combined with a "
                                 "rate that changes over time")
+    if direction.cobalt is not None:
+        for key, given in (("red", direction.red), ("priority", direction.priority),
+                           ("link_buffer", direction.send_buffer),
+                           ("rate_trace" if "rate_trace" in section.data else "rate_changes",
+                            direction.rate_schedule)):
+            if given:
+                section.problems.append(
+                    f"{section.sub_path('cobalt')}: cannot be combined with {key}: COBALT "
+                    "judges each packet when it leaves one FIFO router queue, which the "
+                    "link alone drains at one rate")
     if direction.priority or direction.rate_schedule or (direction.send_buffer and direction.arq):
         if direction.queue_packets is not None and \
                 direction.queue_packets > MAX_DEFERRED_PACKETS:

@@ -5,6 +5,9 @@ from build/linkemu.p4info.txtpb, build/linkemu.json and p4src: do not edit
 
 # Tables
 TABLE_ARQ = 'LinkemuIngress.link_pass.link_errors.arq'
+TABLE_COBALT_DECAY = 'LinkemuIngress.link_pass.router_cobalt.cobalt.cobalt_decay'
+TABLE_COBALT_LAW = 'LinkemuIngress.link_pass.router_cobalt.cobalt.cobalt_law'
+TABLE_COBALT_PARAMS = 'LinkemuIngress.link_pass.router_cobalt.cobalt.cobalt_params'
 TABLE_DELAY_SPIKES = 'LinkemuIngress.link_pass.delay_variation.delay_spikes'
 TABLE_EVENT_LOG = 'LinkemuIngress.link_pass.event_log.event_log'
 TABLE_FORWARD = 'LinkemuIngress.link_pass.port_map.forward'
@@ -31,12 +34,14 @@ TABLE_TRAFFIC_CLASS = 'LinkemuIngress.link_pass.traffic_class.traffic_class'
 ACTION_COSTS = 'LinkemuIngress.link_pass.link_clock.costs'
 ACTION_COUNT_HELD = 'LinkemuIngress.link_pass.count_held'
 ACTION_DECAY = 'LinkemuIngress.link_pass.router_aqm.red.decay'
+ACTION_DECAY_TO = 'LinkemuIngress.link_pass.router_cobalt.cobalt.decay_to'
 ACTION_DECIDE = 'LinkemuIngress.link_pass.release.decide'
 ACTION_DROP_ALL = 'LinkemuIngress.link_pass.router_aqm.red.drop_all'
 ACTION_FEATURED = 'LinkemuIngress.link_pass.link_arrival.featured'
 ACTION_FLOOD = 'LinkemuIngress.link_pass.port_map.flood'
 ACTION_HEAD_SLOT = 'LinkemuIngress.link_pass.deferred_head.head_slot'
 ACTION_IDEAL = 'LinkemuIngress.link_pass.link_params.ideal'
+ACTION_LAW = 'LinkemuIngress.link_pass.router_cobalt.cobalt.law'
 ACTION_LOG_EVENT = 'LinkemuIngress.link_pass.log_event'
 ACTION_LOG_EVENTS = 'LinkemuIngress.link_pass.event_log.log_events'
 ACTION_MARK_WITH = 'LinkemuIngress.link_pass.sojourn_ramp.mark_with'
@@ -45,6 +50,7 @@ ACTION_PLAIN = 'LinkemuIngress.link_pass.link_arrival.plain'
 ACTION_RETRANSMIT = 'LinkemuIngress.link_pass.link_errors.retransmit'
 ACTION_SET_BAD = 'LinkemuIngress.link_pass.loss_model.set_bad'
 ACTION_SET_CLASS = 'LinkemuIngress.link_pass.traffic_class.set_class'
+ACTION_SET_COBALT = 'LinkemuIngress.link_pass.router_cobalt.cobalt.set_cobalt'
 ACTION_SET_DELAY = 'LinkemuIngress.link_pass.delay_variation.set_delay'
 ACTION_SET_DIRECTION = 'LinkemuIngress.link_pass.port_map.set_direction'
 ACTION_SET_ERROR = 'LinkemuIngress.link_pass.link_errors.set_error'
@@ -62,6 +68,7 @@ ACTION_TO_PORT = 'LinkemuIngress.link_pass.port_map.to_port'
 # Match fields
 FIELD_AVG = 'avg'
 FIELD_BAD = 'bad'
+FIELD_COUNT = 'count'
 FIELD_DIR = 'dir'
 FIELD_DSCP = 'dscp'
 FIELD_DST_ADDR = 'dst_addr'
@@ -74,12 +81,15 @@ FIELD_QUEUE = 'queue'
 FIELD_RAND_INDEX = 'rand_index'
 FIELD_SOJOURN_US = 'sojourn_us'
 FIELD_SRC_PORT = 'src_port'
+FIELD_SUM_Q16 = 'sum_q16'
 
 # Counters (by alias), in the program's order: what each counts (its @brief)
 COUNTERS = {
     'link_in': 'packets entering the link',
     'drop_queue': 'dropped: router queue full',
     'ramp_marks': 'ECT(1) marked CE by the sojourn-time ramp',
+    'drop_codel': "dropped: COBALT's CoDel, leaving the router queue",
+    'drop_blue': "dropped: COBALT's BLUE, leaving the router queue",
     'drop_link_error': 'dropped: link error (after ARQ, if any)',
     'drop_loss_model': 'dropped: Bernoulli / Gilbert-Elliott loss model',
     'drop_malformed': 'dropped: not an Ethernet frame',
@@ -96,6 +106,7 @@ COUNTERS = {
     'drop_aqm': 'dropped: RED (not ECN-capable, or above max_th)',
     'drop_aqm_ect': 'of which ECN-capable (above max_th, or ECN off)',
     'ecn_marks': 'marked CE by RED',
+    'cobalt_marks': 'marked CE by COBALT',
     'release_paced': "held packets due that went round once more: BMv2's output queue",
     'released_ahead': "released to wait in the output port's queue until due (timed departure)",
     'link_out': 'packets delivered at the far end (a flooded one once)',
@@ -115,6 +126,8 @@ EVENT_OUTCOMES = {
     'drop_loss_model': 'Bernoulli / Gilbert-Elliott',
     'drop_link_error': 'link error, after ARQ if any',
     'drop_hold': 'the hold full (its capacity: hold_limit)',
+    'drop_codel': "COBALT's CoDel, leaving the router queue",
+    'drop_blue': "COBALT's BLUE, leaving the router queue",
 }
 
 # The event's flags: their bits
@@ -128,8 +141,10 @@ EVENT_FLAGS = {
 
 # p4src
 AQM_DROP = 2
+AQM_DROP_BLUE = 3
 AQM_PASS = 0
 AQM_SIGNAL = 1
+COBALT_LAW_SIZE = 512
 CPU_PORT = 255
 DEFER_RING = 1024
 DIR_DOWNLINK = 0
@@ -144,6 +159,8 @@ ETH_HEADER_BYTES = 14
 EVENT_AHEAD = 4
 EVENT_CORRUPTED = 16
 EVENT_DROP_AQM = 2
+EVENT_DROP_BLUE = 7
+EVENT_DROP_CODEL = 6
 EVENT_DROP_HOLD = 5
 EVENT_DROP_LINK_ERROR = 4
 EVENT_DROP_LOSS_MODEL = 3
@@ -152,6 +169,7 @@ EVENT_DUPLICATE = 8
 EVENT_HELD = 2
 EVENT_MARKED = 1
 EVENT_RELEASED = 0
+FEATURE_COBALT = 128
 FEATURE_DEFERRED = 4
 FEATURE_DELAY_VARIATION = 8
 FEATURE_LINK_ERRORS = 64
@@ -174,6 +192,8 @@ ORDER_RING = 16384
 OUT_PACE = 48
 OUT_STALL_US = 10000
 PKT_ADMITTED = 16384
+PKT_AQM_LATE = 1048576
+PKT_BLUE = 2097152
 PKT_DEFERRED = 4096
 PKT_FLOOD = 131072
 PKT_LINK_DONE = 512

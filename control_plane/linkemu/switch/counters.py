@@ -12,20 +12,21 @@ from .codes import CLASS_IDS, DIRECTION_IDS, DIRECTION_NAMES, queue_index
 
 # Where a frame that entered the link ends: delivered, or dropped once
 # (drop_aqm_ect is a part of drop_aqm; malformed frames never entered).
-LINK_EXITS = ("link_out", "drop_queue", "drop_aqm", "drop_link_error", "drop_loss_model",
-              "drop_hold")
+LINK_EXITS = ("link_out", "drop_queue", "drop_aqm", "drop_codel", "drop_blue",
+              "drop_link_error", "drop_loss_model", "drop_hold")
 # Where a frame comes in: to the link, as a duplicate, to a router queue.
 ENTRY_COUNTERS = ("link_in", "duplicated", "queue_enter")
 # The router queue's counters have a cell per class (queue_index).
 QUEUE_COUNTERS = ("drop_queue", "drop_aqm", "drop_aqm_ect", "ecn_marks", "ramp_marks",
-                  "queue_enter", "queue_leave")
+                  "drop_codel", "drop_blue", "cobalt_marks", "queue_enter", "queue_leave")
 # A held packet carries its state (link_state_h) ahead of the frame, and BMv2
 # counts those bytes too. The counters that can count a held packet have a
 # second half of cells for held packets (HELD_CELLS in
 # p4src/v1model/include/define_v1model.p4), which counter_cells folds into the
-# first less the state's bytes; queue_leave counts held packets only.
+# first less the state's bytes; queue_leave and COBALT's drops (when the
+# packet leaves the router queue) count held packets only.
 HELD_CELLS = ("link_out", "drop_link_error")
-HELD_ONLY = ("queue_leave",)
+HELD_ONLY = ("queue_leave", "drop_codel", "drop_blue")
 
 
 def in_flight(counters, direction):

@@ -1,5 +1,5 @@
 """What the control plane writes to and reads from the switch, by the
-program's names: table entries (their match values ints, Ternary or Range),
+program's names: table entries (their match values ints, Ternary, Range or Lpm),
 multicast groups and counter cells."""
 
 from dataclasses import dataclass, field
@@ -18,8 +18,14 @@ class Range:
 
 
 @dataclass(frozen=True)
+class Lpm:
+    value: int
+    prefix_len: int
+
+
+@dataclass(frozen=True)
 class TableEntry:
-    """A table entry by names; match values are ints, Ternary or Range."""
+    """A table entry by names; match values are ints, Ternary, Range or Lpm."""
 
     table: str
     match: dict

@@ -32,6 +32,7 @@
 #include "queue_state.p4"
 #include "release_pacing.p4"
 #include "release_departure.p4"
+#include "router_cobalt.p4"
 #include "event_report.p4"
 
 control LinkPass(inout headers_t hdr, inout metadata_t meta,
@@ -51,6 +52,10 @@ control LinkPass(inout headers_t hdr, inout metadata_t meta,
     counter(NUM_QUEUES, CounterType.packets_and_bytes) drop_queue;
     @brief("ECT(1) marked CE by the sojourn-time ramp")
     counter(NUM_QUEUES, CounterType.packets) ramp_marks;
+    @brief("dropped: COBALT's CoDel, leaving the router queue")
+    counter(NUM_QUEUES, CounterType.packets_and_bytes) drop_codel;
+    @brief("dropped: COBALT's BLUE, leaving the router queue")
+    counter(NUM_QUEUES, CounterType.packets_and_bytes) drop_blue;
     @brief("dropped: link error (after ARQ, if any)")
     counter(2 * NUM_DIRECTIONS, CounterType.packets_and_bytes) drop_link_error; // HELD_CELLS
     @brief("dropped: Bernoulli / Gilbert-Elliott loss model")
@@ -96,6 +101,7 @@ control LinkPass(inout headers_t hdr, inout metadata_t meta,
     QueueLeave() leave_queue;
     QueueLastLeave() queue_last_leave;
     RouterAqm() router_aqm;
+    RouterCobalt() router_cobalt;
     DeferredHead() deferred_head;
     DeferredStarted() deferred_started;
     DeferredEnqueue() deferred_enqueue;
@@ -224,7 +230,8 @@ control LinkPass(inout headers_t hdr, inout metadata_t meta,
         // (Features are tested in place: p4c gives a function's result in a
         // condition a temporary of its own. head, tail and settles are 0
         // unless set here: BMv2 zeroes a header made valid.)
-        if (hdr.pass.featured || hdr.link.pkt.flags & (PKT_OFFERS | PKT_DEFERRED) != 0) {
+        if (hdr.pass.featured ||
+            hdr.link.pkt.flags & (PKT_OFFERS | PKT_DEFERRED | PKT_AQM_LATE) != 0) {
             link_params.apply(hdr.link);
             if (hdr.link.params.features & FEATURE_DEFERRED != 0 ||
                 hdr.link.pkt.flags & PKT_DEFERRED != 0) {
@@ -344,6 +351,10 @@ control LinkPass(inout headers_t hdr, inout metadata_t meta,
                                      hdr.feature.block_pos, hdr.pass.busy_until,
                                      hdr.pass.leave, hdr.pass.start, hdr.feature.cost,
                                      hdr.feature.share_cost);
+                    if (hdr.link.params.features & FEATURE_COBALT != 0 &&
+                        hdr.link.pkt.flags & PKT_DEFERRED == 0) {
+                        router_cobalt.apply(hdr);
+                    }
                 }
             }
 
@@ -420,6 +431,22 @@ control LinkPass(inout headers_t hdr, inout metadata_t meta,
             if (hdr.link.pkt.flags & PKT_QUEUED != 0 &&
                 hdr.pass.now >= hdr.link.pkt.leave_us) {
                 leave_queue.apply(hdr);
+                if (hdr.link.pkt.flags & PKT_AQM_LATE != 0 && hdr.pass.waiting == 0) {
+                    // COBALT spares its queue's last packet: it takes the link
+                    // where the link is free, the instant it leaves.
+                    hdr.feature.setValid();
+                    link_free.read(hdr.pass.free, hdr.link.pkt.dir);
+                    hdr.feature.cost = (time_q_t) (hdr.pass.l3_len +
+                                                   hdr.link.params.overhead_bytes) *
+                                       (time_q_t) hdr.link.params.byte_cost_q;
+                    set_times.apply(hdr.pass.free, hdr.feature.cost, hdr.link);
+                    hdr.pass.free = hdr.pass.free + hdr.feature.cost;
+                    link_free.write(hdr.link.pkt.dir, hdr.pass.free);
+                    hdr.link.pkt.flags = (hdr.link.pkt.flags &
+                                          ~(PKT_AQM_LATE | PKT_BLUE | PKT_LOST | PKT_LINK_DONE)) |
+                                         (hdr.link.params.features & FEATURE_LINK_ERRORS == 0 ?
+                                          PKT_LINK_DONE : 0);
+                }
             }
         }
 
@@ -507,13 +534,25 @@ control LinkPass(inout headers_t hdr, inout metadata_t meta,
                 }
                 if (hdr.link.pkt.flags & PKT_LOG != 0) {
                     log_clock_read.apply(hdr);
-                    if (hdr.link.pkt.flags & PKT_LOST != 0) {
+                    if (hdr.link.pkt.flags & (PKT_AQM_LATE | PKT_BLUE) ==
+                        (PKT_AQM_LATE | PKT_BLUE)) {
+                        log_event(EVENT_DROP_BLUE, hdr.pass.clock);
+                    } else if (hdr.link.pkt.flags & PKT_AQM_LATE != 0) {
+                        log_event(EVENT_DROP_CODEL, hdr.pass.clock);
+                    } else if (hdr.link.pkt.flags & PKT_LOST != 0) {
                         log_event(EVENT_DROP_LINK_ERROR, hdr.pass.clock);
                     } else {
                         log_event(EVENT_RELEASED, hdr.pass.clock);
                     }
                 }
-                if (hdr.link.pkt.flags & PKT_LOST != 0) {
+                if (hdr.link.pkt.flags & (PKT_AQM_LATE | PKT_BLUE) ==
+                    (PKT_AQM_LATE | PKT_BLUE)) {
+                    drop_blue.count(hdr.link.pkt.queue);
+                    mark_to_drop(std);
+                } else if (hdr.link.pkt.flags & PKT_AQM_LATE != 0) {
+                    drop_codel.count(hdr.link.pkt.queue);
+                    mark_to_drop(std);
+                } else if (hdr.link.pkt.flags & PKT_LOST != 0) {
                     drop_link_error.count(hdr.pass.dir_cell);
                     mark_to_drop(std);
                 } else if (hdr.link.pkt.flags & PKT_DUPLICATE != 0) {
