@@ -10,9 +10,12 @@
 // hold port's queue until the instant of its next event (metadata_t's
 // depart_us: its wake_us), so a packet costs its arrival and one pass per
 // event, whatever it waits; the controller deepens the hold ports' queues
-// and raises the hold's capacity (LinkPass's hold_limit). Packets that wait
-// for other packets rather than the clock (a deferred one, or one waiting
-// for its turn in release order) still go round.
+// and raises the hold's capacity (LinkPass's hold_limit). A packet that
+// waits for others sleeps until the earliest instant they could let it go:
+// one waiting for its turn in release order until the packet it waits for
+// is due (TurnWait), a deferred one until the head of its ring could leave
+// the router queue. It goes round only while what it waits for is a pass
+// away or has no instant (an outage), and so does a paced release.
 //
 // On stock BMv2 every held packet goes round, and a pass with nothing due
 // (its wake_us is ahead) takes the fast path (LinkemuIngress): one

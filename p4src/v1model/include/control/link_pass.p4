@@ -511,10 +511,17 @@ control LinkPass(inout headers_t hdr, inout metadata_t meta,
                         hdr.link.pkt.wake_us = hdr.link.pkt.leave_us;
                     }
                     // A switch with timed departure keeps it asleep in its
-                    // hold port's queue until then; a deferred packet waits
-                    // for other packets' events, and goes round.
+                    // hold port's queue until then. A deferred packet sleeps
+                    // until the head of its ring could leave the router
+                    // queue (an arrival meanwhile offers the head the link
+                    // itself); while the head cannot start for another
+                    // reason (an outage, a block behind a retransmission),
+                    // it goes round.
                     if (hdr.link.pkt.flags & PKT_DEFERRED == 0) {
                         meta.depart_us = hdr.link.pkt.wake_us;
+                    } else if (hdr.feature.isValid() && hdr.feature.leave_us > hdr.pass.now) {
+                        hdr.link.pkt.wake_us = hdr.feature.leave_us;
+                        meta.depart_us = hdr.feature.leave_us;
                     }
                     // Those behind it in link order wait for it until it is
                     // due, or with timed departure until its next event,
