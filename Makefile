@@ -11,7 +11,7 @@ DEBIAN_PACKAGES := python3-venv mininet iperf3 tcpdump ethtool iproute2 iputils-
                    clang llvm libbpf-dev bpftool
 P4_TOOLS := tools/install-p4-tools.sh
 
-.PHONY: all setup p4-tools check-tools bf-p4c build constants run experiment ptf test unit bench bench-tcp soak clean
+.PHONY: all setup p4-tools check-tools bf-p4c build constants schemas run experiment ptf test unit bench bench-tcp soak clean
 
 all: build
 
@@ -84,6 +84,11 @@ $(BUILD)/%.bpf.o: bpf/%.bpf.c $(BUILD)/vmlinux.h
 # with the P4 change (tests/test_program.py checks it against the build).
 constants: $(BUILD)/linkemu.json
 	$(PYTHON) util/gen_p4_constants.py
+
+# The JSON Schemas of profiles and experiment files, and the docs' references,
+# from the schemas linkemu reads them by; commit what it writes.
+schemas:
+	$(PYTHON) util/gen_schemas.py
 
 run: build
 	$(PYTHON) mininet/run.py --profile $(PROFILE) --fixed $(FIXED) --mobile $(MOBILE) \

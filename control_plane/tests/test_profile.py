@@ -3,7 +3,8 @@ from pathlib import Path
 
 import pytest
 
-from linkemu.model.profile import DEFAULT_QUEUE_PACKETS, ProfileError, load_profile, parse_profile
+from linkemu.model.profile import ProfileError, load_profile, parse_profile
+from linkemu.model.profile_schema import DEFAULT_QUEUE_PACKETS
 
 PROFILES = Path(__file__).resolve().parents[2] / "profiles"
 

@@ -4,6 +4,7 @@ import pytest
 
 from linkemu.experiments.tcp_config import (HostTcp, TcpConfigError, apply, bpf_controls,
                                             parse_host_tcp, read_back, verify)
+from linkemu.experiments.experiment_schema import TCP_CONFIG
 from linkemu.model.fields import Section
 from linkemu.testbed import bpf_cc
 
@@ -117,7 +118,7 @@ def test_quickack_the_route_did_not_take_is_named():
 def parsed(settings):
     """(HostTcp, problems) of one configuration as a file gives it."""
     problems = []
-    return parse_host_tcp(Section(settings, "tcp.x", problems)), problems
+    return parse_host_tcp(Section(settings, "tcp.x", problems, TCP_CONFIG)), problems
 
 
 def test_a_congestion_control_is_linux_s_or_linkemu_s_own():

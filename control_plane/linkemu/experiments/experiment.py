@@ -19,18 +19,13 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..drivers.event_log import OVERSHOOT_US
-from ..model.fields import (Section, boolean, choice, int_in, positive_time_us, safe_name,
-                     shown_name, text)
+from ..model.fields import Section, choice, int_in, safe_name, shown_name
 from ..model.files import load_yaml
 from ..model.profile import DIRECTIONS, ProfileError, load_profile, parse_profile
-from ..model.units import parse_rate, parse_size, parse_time_us
-from .apps import INLINE_STARTS, PAGE_MIXES
+from .experiment_schema import (AXES, EXPERIMENT, FLOW, GRID, MATRIX_BLOCK, MAX_HOSTS,
+                                metric)
 from .tcp_config import HostTcp, parse_host_tcp
 
-MAX_HOSTS = 254
-APPS = ("http", "bulk", "udp", "iperf")
-AXES = ("profile", "tcp", "workload")
 MAX_RUNS = 100_000   # days of runs; more is a slip, and would not fit in memory
 
 
@@ -142,28 +137,6 @@ class Experiment:
         return runs if self.shard is None else self.shard.select(runs)
 
 
-def _seconds(value):
-    return parse_time_us(value) / 1e6
-
-
-def _positive_seconds(value):
-    return positive_time_us(value) / 1e6
-
-
-def _bytes(value):
-    size = value if isinstance(value, int) and not isinstance(value, bool) else parse_size(value)
-    if size <= 0:
-        raise ValueError("expected a positive size: a number of bytes or e.g. '188640B'")
-    return size
-
-
-def _rate_bps(value):
-    bps = parse_rate(value)
-    if bps <= 0:
-        raise ValueError("expected a positive rate, e.g. '1Mbit'")
-    return bps
-
-
 def _names(section, key, known, what):
     """A list of names, each one of `known` or a pattern (fnmatch: * ?)
     that matches some of them."""
@@ -196,37 +169,39 @@ def _host(hosts):
 
 def _flow(section, hosts, fixed, side):
     host = _host(hosts)
-    app = section.field("app", choice(APPS), required=True)
-    fields = {"app": app, "start_s": section.field("start", _seconds, default=0.0)}
+    app = section.field("app")
+    fields = {"app": app, "start_s": section.field("start")}
     # By default data flows from the first fixed host to the first mobile one.
     first_fixed, first_mobile = "h1", f"h{fixed + 1}"
     if app in ("udp", "iperf"):
-        fields["client"] = section.field("from", host, default=first_fixed)
-        fields["server"] = section.field("to", host, default=first_mobile)
+        fields["client"] = section.field("from", convert=host, default=first_fixed)
+        fields["server"] = section.field("to", convert=host, default=first_mobile)
     else:
-        fields["server"] = section.field("server", host, default=first_fixed)
-        fields["client"] = section.field("client", host, default=first_mobile)
+        fields["server"] = section.field("server", convert=host, default=first_fixed)
+        fields["client"] = section.field("client", convert=host, default=first_mobile)
     if app == "http":
-        fields["page"] = section.field("page", choice(tuple(PAGE_MIXES)), required=True)
-        fields["http"] = section.field("http", choice(("1.0", "1.1")), default="1.0")
-        fields["parallel"] = section.field("parallel", int_in(1, 64, "connections"), default=4)
-        fields["inline"] = section.field("inline", choice(INLINE_STARTS), default="first-data")
+        fields["page"] = section.field("page", required=True)
+        fields["http"] = section.field("http")
+        fields["parallel"] = section.field("parallel", convert=int_in(1, 64, "connections"),
+                                           default=4)
+        fields["inline"] = section.field("inline")
         if fields["http"] == "1.1" and "inline" in section.data:
             section.problem(section.sub_path("inline"), section.data["inline"],
                             "HTTP/1.0 only; HTTP/1.1 pipelines the in-line requests")
     elif app == "bulk":
-        fields["bytes"] = section.field("bytes", _bytes, required=True)
+        fields["bytes"] = section.field("bytes", required=True)
     elif app == "udp":
-        fields["payload"] = section.field("payload", int_in(12, 1472, "bytes"), required=True)
-        fields["interval_s"] = section.field("interval", _positive_seconds, required=True)
-        fields["duration_s"] = section.field("duration", _positive_seconds, required=True)
-        fields["dscp"] = section.field("dscp", int_in(0, 63, "(DSCP)"), default=0)
+        fields["payload"] = section.field("payload", required=True)
+        fields["interval_s"] = section.field("interval", required=True)
+        fields["duration_s"] = section.field("duration", required=True)
+        fields["dscp"] = section.field("dscp")
     elif app == "iperf":
-        fields["duration_s"] = section.field("duration", _positive_seconds, required=True)
-        fields["parallel"] = section.field("parallel", int_in(1, 128, "streams"), default=1)
-        fields["window"] = section.field("window", _bytes)
-        fields["payload"] = section.field("length", _bytes)
-        fields["udp_rate_bps"] = section.field("udp_rate", _rate_bps)
+        fields["duration_s"] = section.field("duration", required=True)
+        fields["parallel"] = section.field("parallel", convert=int_in(1, 128, "streams"),
+                                           default=1)
+        fields["window"] = section.field("window")
+        fields["payload"] = section.field("length")
+        fields["udp_rate_bps"] = section.field("udp_rate")
     section.reject_unknown()
     if fields["server"] is not None and fields["client"] is not None:
         if side(fields["server"]) == side(fields["client"]):
@@ -243,8 +218,8 @@ def _workloads(section, hosts, fixed, side):
         if not isinstance(flows, list) or not flows:
             section.problem(path, flows, "expected a list of flows")
         elif _named(section, key):
-            workloads[key] = tuple(_flow(Section(f, f"{path}[{i}]", section.problems), hosts,
-                                         fixed, side)
+            workloads[key] = tuple(_flow(Section(f, f"{path}[{i}]", section.problems, FLOW),
+                                         hosts, fixed, side)
                                    for i, f in enumerate(flows))
     return workloads
 
@@ -302,8 +277,8 @@ def _set_field(data, key, value):
 def _grid(section, base_dir, profile_dir):
     """Profiles made from a base profile by setting fields to every
     combination of the given values; named by a template of the values."""
-    base_name = section.field("base", text, required=True)
-    template = section.field("name", text, required=True)
+    base_name = section.field("base")
+    template = section.field("name")
     values = section.section("set")
     section.reject_unknown()
     if base_name is None or template is None:
@@ -369,7 +344,7 @@ def _profiles(section, key, base_dir, profile_dir, problems):
     for i, value in enumerate(values):
         entry_path = f"{path}[{i}]"
         if isinstance(value, dict) and set(value) == {"grid"}:
-            grid = Section(value["grid"], f"{entry_path}.grid", problems)
+            grid = Section(value["grid"], f"{entry_path}.grid", problems, GRID)
             loaded = []
             for name, data, source in _grid(grid, base_dir, profile_dir):
                 try:
@@ -404,7 +379,7 @@ def _matrix(section, key, known, replications, problems):
     matrix = []
     for i, block in enumerate(blocks):
         path = section.sub_path(key) + (f"[{i}]" if isinstance(value, list) else "")
-        block_section = Section(block, path, problems)
+        block_section = Section(block, path, problems, MATRIX_BLOCK)
         cells = {axis: (_names(block_section, axis, known[axis], axis)
                         if axis in block_section.data else known[axis]) for axis in AXES}
         block_section.reject_unknown()
@@ -421,16 +396,13 @@ def _matrix(section, key, known, replications, problems):
 def _event_log(section):
     if section is None:
         return None
-    check = EventLogCheck(
-        threshold_us=section.field("threshold", positive_time_us, default=OVERSHOOT_US),
-        reject=section.field("reject", boolean, default=False))
+    check = EventLogCheck(threshold_us=section.field("threshold"),
+                          reject=section.field("reject"))
     section.reject_unknown()
     return check
 
 
 # -- Expectations: the study's figures a cell should reproduce
-
-COMPARED = ("median", "mean")  # statistics an expectation may compare
 
 
 @dataclass(frozen=True)
@@ -461,28 +433,13 @@ def _cells(matrix):
     return list(cells)
 
 
-def _percent(value):
-    match = re.fullmatch(r"(\d+(?:\.\d+)?) ?%", value.strip()) if isinstance(value, str) else None
-    if not match or not 0 < float(match[1]) < math.inf:
-        raise ValueError("expected a positive percentage, e.g. '10%'")
-    return float(match[1]) / 100
-
-
-def _figure(value):
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value == 0 \
-            or not math.isfinite(value):
-        raise ValueError("expected a number other than 0 (the tolerance is relative to it)")
-    return float(value)
-
-
 def _metric(flows):
     """A scalar's name; a flow's scalar (flowN.APP.*) must be of a flow of
     the workload, which catches the likeliest slip (flow numbers from 0)."""
     labels = [flow_label(i, f) for i, f in enumerate(flows or ()) if f is not None]
 
     def convert(value):
-        if not isinstance(value, str) or not value:
-            raise ValueError("expected a scalar's name, as in metrics.json")
+        value = metric(value)
         if flows is not None and re.match(r"flow\d+\.", value) \
                 and not value.startswith(tuple(f"{label}." for label in labels)):
             raise ValueError(f"not a flow of the workload; its flows: {', '.join(labels)}")
@@ -498,14 +455,13 @@ def _expectations(section, key, known, workloads, cells):
         cell = []
         for axis in AXES:
             one = axis != "profile" and len(known[axis]) == 1
-            cell.append(entry.field(axis, choice(known[axis]), required=not one,
+            cell.append(entry.field(axis, convert=choice(known[axis]), required=not one,
                                     default=known[axis][0] if one else None))
-        fields = {"metric": entry.field("metric", _metric(workloads.get(cell[2])),
-                                        required=True),
-                  "study": entry.field("study", _figure, required=True),
-                  "statistic": entry.field("statistic", choice(COMPARED), default="median"),
-                  "within": entry.field("within", _percent, required=True),
-                  "source": entry.field("source", text, default="")}
+        fields = {"metric": entry.field("metric", convert=_metric(workloads.get(cell[2]))),
+                  "study": entry.field("study"),
+                  "statistic": entry.field("statistic"),
+                  "within": entry.field("within"),
+                  "source": entry.field("source")}
         entry.reject_unknown()
         if None in cell:
             continue
@@ -521,12 +477,13 @@ def parse_experiment(data, source="experiment", base_dir=Path("."), short=False)
     """Validates parsed YAML into an Experiment, or raises ExperimentError.
     `short` applies the file's `short:` section."""
     problems = []
-    top = Section(data, "", problems)
-    name = top.field("name", safe_name, required=True)
-    description = top.field("description", text, default="")
-    hosts_section = top.section("hosts", required=False) or Section({}, "hosts", problems)
-    fixed = hosts_section.field("fixed", int_in(1, MAX_HOSTS - 1, "hosts"), default=1)
-    mobile = hosts_section.field("mobile", int_in(1, MAX_HOSTS - 1, "hosts"), default=1)
+    top = Section(data, "", problems, EXPERIMENT)
+    name = top.field("name")
+    description = top.field("description")
+    hosts_section = top.section("hosts") or Section({}, "hosts", problems,
+                                                     EXPERIMENT.item("hosts"))
+    fixed = hosts_section.field("fixed")
+    mobile = hosts_section.field("mobile")
     hosts_section.reject_unknown()
     if fixed + mobile > MAX_HOSTS:
         problems.append(f"hosts: {fixed} + {mobile} hosts; at most {MAX_HOSTS}")
@@ -535,25 +492,24 @@ def parse_experiment(data, source="experiment", base_dir=Path("."), short=False)
     def side(host):
         return "fixed" if int(host[1:]) <= fixed else "mobile"
 
-    profile_dir = base_dir / top.field("profile_dir", text, default="../profiles")
+    profile_dir = base_dir / top.field("profile_dir")
     profiles = _profiles(top, "profiles", base_dir, profile_dir, problems)
     tcp = _tcp_configs(top.section("tcp"), hosts, side)
     workloads = _workloads(top.section("workloads"), hosts, fixed, side)
     for key in ("tcp", "workloads"):
         if top.data.get(key) == {}:
             problems.append(f"{key}: empty; define at least one, or the batch has no runs")
-    replications = top.field("replications", int_in(1, 10_000, "replications"), default=1)
-    seed = top.field("seed", int_in(0, 2**62, "(seed)"), default=1)
-    run_timeout_s = top.field("run_timeout", _positive_seconds, default=600.0)
-    keep_captures = top.field("keep_captures", boolean, default=False)
-    event_log = _event_log(top.section("event_log", required=False))
+    replications = top.field("replications")
+    seed = top.field("seed")
+    run_timeout_s = top.field("run_timeout")
+    keep_captures = top.field("keep_captures")
+    event_log = _event_log(top.section("event_log"))
     known = {"profile": tuple(profiles), "tcp": tuple(tcp), "workload": tuple(workloads)}
     matrix = _matrix(top, "matrix", known, replications, problems)
     expectations = _expectations(top, "expect", known, workloads, _cells(matrix))
-    short_section = top.section("short", required=False)
+    short_section = top.section("short")
     if short_section is not None:
-        short_replications = short_section.field(
-            "replications", int_in(1, 10_000, "replications"), default=1)
+        short_replications = short_section.field("replications")
         short_matrix = _matrix(short_section, "matrix", known, short_replications, problems)
         short_section.reject_unknown()
         if short:

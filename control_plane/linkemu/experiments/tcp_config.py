@@ -10,7 +10,7 @@ its interface's MTU (at most the profile's, which the switch's ports carry).
 import re
 from dataclasses import dataclass, fields, replace
 
-from ..model.fields import boolean, int_in
+from ..model.fields import Field, Kind, boolean, int_in
 from ..testbed import bpf_cc
 
 SUBNET = "10.0.0.0/8"
@@ -82,6 +82,11 @@ def _congestion_control(value):
     return value
 
 
+congestion_control = Kind(_congestion_control, "one of Linux's congestion controls, or "
+                          + ", ".join(f"`{c}`" for c in bpf_cc.CONTROLS) + " (linkemu's)",
+                          {"enum": list(KERNEL_CC + bpf_cc.CONTROLS)})
+
+
 def bpf_controls(configs):
     """{linkemu's BPF congestion control: the names of the configurations
     naming it, sorted} of `configs` ({name: {host: HostTcp}})."""
@@ -92,16 +97,21 @@ def bpf_controls(configs):
     return users
 
 
-CONVERTERS = {
-    "initcwnd": int_in(1, 1000, "segments"),
-    "initrwnd": int_in(1, 1000, "segments"),
-    "timestamps": boolean, "sack": boolean, "dsack": boolean, "frto": boolean,
-    "ecn": boolean, "metrics_cache": boolean,
-    "congestion_control": _congestion_control,
-    "mtu": int_in(68, 9000, "bytes"),
-    "advmss": int_in(48, 8960, "bytes"),
-    "quickack": boolean,
-}
+# The settings, as an experiment file's `tcp:` configurations give them.
+TCP_SETTINGS = (
+    Field("initcwnd", int_in(1, 1000, "segments"), "initial congestion window (route)"),
+    Field("initrwnd", int_in(1, 1000, "segments"), "initial receive window (route)"),
+    Field("timestamps", boolean, "TCP timestamps (sysctl)"),
+    Field("sack", boolean, "SACK (sysctl)"),
+    Field("dsack", boolean, "D-SACK (sysctl)"),
+    Field("frto", boolean, "F-RTO, SACK-enhanced (sysctl)"),
+    Field("ecn", boolean, "request and accept ECN (sysctl)"),
+    Field("metrics_cache", boolean, "reuse cached per-destination RTT and ssthresh (sysctl)"),
+    Field("congestion_control", congestion_control, "the host's congestion control"),
+    Field("mtu", int_in(68, 9000, "bytes"), "the interface's MTU, at most the profile's"),
+    Field("advmss", int_in(48, 8960, "bytes"), "advertised MSS (route)"),
+    Field("quickack", boolean, "ACK every segment at once, no delayed ACK (route)"),
+)
 
 
 def _held_form(name, value):
@@ -112,7 +122,7 @@ def _held_form(name, value):
 
 def parse_host_tcp(section, extra_keys=()):
     """A HostTcp from a fields.Section; `extra_keys` are left to the caller."""
-    values = {name: section.field(name, convert) for name, convert in CONVERTERS.items()}
+    values = {setting.key: section.field(setting.key) for setting in TCP_SETTINGS}
     section.known.update(extra_keys)
     section.reject_unknown()
     return HostTcp(**values)

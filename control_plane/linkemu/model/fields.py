@@ -1,10 +1,16 @@
 """Reading YAML mappings field by field, recording every problem with its
-path, the value found and what is allowed (profiles and experiment files)."""
+path, the value found and what is allowed (profiles and experiment files).
+
+A file's schema is declared once, as a tree of Blocks (mappings) of Fields,
+each Field's Kind converting its value and saying what is allowed: the
+readers take every field's conversion, default and requirement from it, and
+the reference and the JSON Schema are generated from it (model.schema)."""
 
 import re
 import reprlib
+from dataclasses import dataclass
 
-from .units import UnitError, parse_time_us
+from .units import RATE_UNITS, SIZE_UNITS, TIME_UNITS, UnitError, parse_time_us
 
 # Values and keys are echoed in messages this long at most: a mistake may be
 # a whole file pasted into a field.
@@ -27,12 +33,105 @@ def shown_name(key):
     return text if len(text) <= _SHOWN.maxstring and text.isprintable() else shown(text)
 
 
-class Section:
-    """Reads the fields of one mapping, recording problems with their paths."""
+@dataclass(frozen=True)
+class Kind:
+    """How a field's value is read: `convert` returns it typed or raises
+    ValueError saying what is allowed; `allowed` says so in the reference,
+    `json` in the JSON Schema."""
 
-    def __init__(self, data, path, problems):
+    convert: object
+    allowed: str
+    json: dict
+
+    def __call__(self, value):
+        return self.convert(value)
+
+
+@dataclass(frozen=True)
+class Field:
+    """A field of a mapping. `default` is the value it takes when absent
+    (for a required one, the stand-in while the other problems are
+    collected); `shown` is that default as a file would write it, for the
+    reference ("" for none). `block` declares a mapping that a value of
+    the kind may be or hold (a grid of profiles), for the reference."""
+
+    key: str
+    kind: Kind
+    doc: str
+    default: object = None
+    shown: str = ""
+    required: bool = False
+    block: object = None
+
+
+@dataclass(frozen=True)
+class Block:
+    """A mapping of fields: Fields, Blocks, Entries, Names and Eithers;
+    `named` ((regex, item), ...) declares keys the file names by a pattern
+    (a host's h1, h2, ...), each item's key standing for them."""
+
+    key: str
+    doc: str
+    items: tuple
+    required: bool = False
+    named: tuple = ()
+
+    def item(self, key):
+        for item in self.items:
+            if item.key == key:
+                return item
+        for pattern, item in self.named:
+            if isinstance(key, str) and re.fullmatch(pattern, key):
+                return item
+        raise KeyError(f"{self.key or 'the top level'} declares no {key!r}")
+
+
+@dataclass(frozen=True)
+class Entries:
+    """A non-empty list of mappings, each a `block`."""
+
+    key: str
+    doc: str
+    block: Block
+    required: bool = False
+
+
+@dataclass(frozen=True)
+class Names:
+    """A mapping whose keys the file names (link states, variants), each
+    value a Block, an Entries or of a Kind."""
+
+    key: str
+    doc: str
+    value: object
+    required: bool = False
+
+
+@dataclass(frozen=True)
+class Either:
+    """A value of `kind`, or a mapping `block` (one probability for both
+    directions, or one for each)."""
+
+    key: str
+    doc: str
+    kind: Kind
+    block: Block
+    default: object = None
+    shown: str = ""
+    required: bool = False
+
+
+_FROM_SPEC = object()
+
+
+class Section:
+    """Reads the fields of one mapping, recording problems with their paths;
+    `spec` (a Block, or a Names for a mapping of names) declares them."""
+
+    def __init__(self, data, path, problems, spec):
         self.path = path
         self.problems = problems
+        self.spec = spec
         if not isinstance(data, dict):
             self.problem(path or "(top level)", data, "expected a mapping of fields")
             data = {}
@@ -42,7 +141,22 @@ class Section:
     def problem(self, path, value, allowed):
         self.problems.append(f"{path}: {shown(value)}: {allowed}")
 
-    def field(self, key, convert, default=None, required=False):
+    def _declared(self, key):
+        if isinstance(self.spec, Names):
+            return self.spec.value
+        return self.spec.item(key)
+
+    def field(self, key, required=None, default=_FROM_SPEC, convert=None):
+        """The value of `key` as its Field declares it; `required` and
+        `default` where they depend on other fields, `convert` where what is
+        allowed depends on the file (its hosts, its names)."""
+        spec = self._declared(key)
+        kind = spec if isinstance(spec, Kind) else spec.kind
+        convert = convert or kind
+        if default is _FROM_SPEC:
+            default = None if isinstance(spec, Kind) else spec.default
+        if required is None:
+            required = not isinstance(spec, Kind) and spec.required
         self.known.add(key)
         path = self.sub_path(key)
         if key not in self.data:
@@ -63,18 +177,23 @@ class Section:
         name = shown_name(key)
         return f"{self.path}.{name}" if self.path else name
 
-    def section(self, key, required=True):
+    def section(self, key, required=None):
         """The sub-mapping `key`; None when it is optional and absent."""
+        spec = self._declared(key)
+        block = spec.block if isinstance(spec, Either) else spec
+        required = spec.required if required is None else required
         self.known.add(key)
         if key not in self.data:
             if not required:
                 return None
             self.problems.append(f"{self.sub_path(key)}: missing; this section is required")
-        return Section(self.data.get(key, {}), self.sub_path(key), self.problems)
+        return Section(self.data.get(key, {}), self.sub_path(key), self.problems, block)
 
-    def entries(self, key, expected, required=True):
+    def entries(self, key, expected, required=None):
         """The Sections of the non-empty list `key`, [] with a problem when it
         is something else (or absent and required)."""
+        spec = self._declared(key)
+        required = spec.required if required is None else required
         self.known.add(key)
         if key not in self.data and not required:
             return []
@@ -83,7 +202,8 @@ class Section:
         if not isinstance(items, list) or not items:
             self.problem(path, items, expected)
             return []
-        return [Section(item, f"{path}[{i}]", self.problems) for i, item in enumerate(items)]
+        return [Section(item, f"{path}[{i}]", self.problems, spec.block)
+                for i, item in enumerate(items)]
 
     def reject_unknown(self):
         for key in self.data:
@@ -100,25 +220,31 @@ def int_in(low, high, what):
         if not low <= value <= high:
             raise ValueError(f"out of range; allowed {low} to {high} {what}")
         return value
-    return convert
+    return Kind(convert, f"whole number, {low} to {high}",
+                {"type": "integer", "minimum": low, "maximum": high})
 
 
-def boolean(value):
+def _boolean(value):
     if not isinstance(value, bool):
         raise ValueError("expected true or false")
     return value
 
 
-def text(value):
+boolean = Kind(_boolean, "true or false", {"type": "boolean"})
+
+
+def _text(value):
     if not isinstance(value, str):
         raise ValueError("expected text")
     return value
 
 
+text = Kind(_text, "text", {"type": "string"})
+
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+-]{0,63}")
 
 
-def safe_name(value):
+def _safe_name(value):
     """A name that is also a safe file name: results and records are stored
     under names (a run's folder joins three)."""
     if not isinstance(value, str):
@@ -129,23 +255,49 @@ def safe_name(value):
     return value
 
 
+safe_name = Kind(_safe_name, "a name: letters, digits, _ . + -, at most 64",
+                 {"type": "string", "pattern": f"^{NAME.pattern}$"})
+
+
 def choice(allowed):
     def convert(value):
         if value not in allowed:
-            raise ValueError(f"expected one of {', '.join(allowed)}")
+            raise ValueError(f"expected one of {', '.join(map(str, allowed))}")
         return value
-    return convert
+    return Kind(convert, "one of " + ", ".join(f"`{a}`" for a in allowed),
+                {"enum": list(allowed)})
 
 
-def positive_time_us(value):
+def quantity_pattern(units):
+    """A JSON Schema pattern of a number and one of `units`, any case (as
+    units.py reads them)."""
+    def any_case(unit):
+        return "".join(f"[{c.lower()}{c.upper()}]" if c.isalpha() and c.isascii() else c
+                       for c in unit)
+    alternatives = "|".join(any_case(u) for u in sorted(units, key=len, reverse=True))
+    return rf"^\s*([0-9]+(\.[0-9]*)?|\.[0-9]+)\s*({alternatives})\s*$"
+
+
+TIME_JSON = {"type": "string", "pattern": quantity_pattern(TIME_UNITS)}
+RATE_JSON = {"type": "string", "pattern": quantity_pattern(RATE_UNITS)}
+SIZE_JSON = {"type": "string", "pattern": quantity_pattern(SIZE_UNITS)}
+
+
+def _positive_time_us(value):
     us = parse_time_us(value)
     if us <= 0:
         raise ValueError("must be longer than 0s")
     return us
 
 
-def non_negative_time_us(value):
+positive_time_us = Kind(_positive_time_us, "a duration above 0 (us, ms, s)", TIME_JSON)
+
+
+def _non_negative_time_us(value):
     us = parse_time_us(value)
     if us < 0:
         raise ValueError("must not be negative")
     return us
+
+
+non_negative_time_us = Kind(_non_negative_time_us, "a duration (us, ms, s)", TIME_JSON)

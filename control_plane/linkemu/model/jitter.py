@@ -24,7 +24,7 @@ from statistics import NormalDist
 import numpy as np
 
 from ..program import constants as p4
-from .fields import boolean, choice, non_negative_time_us
+from .fields import TIME_JSON, Kind
 from .units import format_time_us, parse_time_us
 
 TABLE_SIZE = p4.JITTER_SIZE // p4.NUM_DIRECTIONS   # a direction's delays: 10-bit draws
@@ -89,7 +89,7 @@ def delay_table(jitter, delay_us, size=TABLE_SIZE):
     return [max(0, round(delay_us + x)) for x in offsets]
 
 
-def _table(value):
+def _delay_table(value):
     if not isinstance(value, list) or not value:
         raise ValueError("expected a non-empty list of delays, e.g. [0ms, 2ms, 10ms]")
     delays = [parse_time_us(v) for v in value]
@@ -101,18 +101,20 @@ def _table(value):
     return tuple(delays)
 
 
+delay_table_kind = Kind(_delay_table, "a list of durations, non-decreasing",
+                        {"type": "array", "items": TIME_JSON, "minItems": 1})
+
+
 def read_jitter(section):
     if section is None:
         return None
-    kind = section.field("distribution", choice(DISTRIBUTIONS), required=True)
+    kind = section.field("distribution")
     is_table = kind == "table"
     jitter = Jitter(
         distribution=kind,
-        jitter_us=0 if is_table else section.field("jitter", non_negative_time_us,
-                                                   default=0, required=True),
-        table_us=section.field("table", _table, default=(0,), required=True)
-        if is_table else (),
-        reorder=section.field("reorder", boolean, default=False))
+        jitter_us=0 if is_table else section.field("jitter"),
+        table_us=section.field("table", required=True) if is_table else (),
+        reorder=section.field("reorder"))
     if not is_table and "table" in section.data:
         section.known.add("table")
         section.problems.append(f"{section.sub_path('table')}: only with distribution table")
@@ -120,11 +122,10 @@ def read_jitter(section):
     return jitter
 
 
-def read_spikes(section, probability):
+def read_spikes(section):
     if section is None:
         return None
-    spikes = DelaySpikes(
-        probability=section.field("probability", probability, default=0.0, required=True),
-        length_us=section.field("length", non_negative_time_us, default=0, required=True))
+    spikes = DelaySpikes(probability=section.field("probability"),
+                         length_us=section.field("length"))
     section.reject_unknown()
     return spikes

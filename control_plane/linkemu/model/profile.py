@@ -10,26 +10,20 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..program import constants as p4
-from .fields import (Section, boolean, choice, int_in, positive_time_us, safe_name,
-                     text)
+from .fields import Section
 from .files import load_yaml
 from .jitter import DelaySpikes, Jitter, read_jitter, read_spikes
 from .link_states import Duration, LinkState, StateChain
+from .profile_schema import MAX_RATE_BPS, MIN_RATE_BPS, PROFILE, PROTOCOLS, packets, size
 from .rate_schedule import read_rate_changes, read_rate_trace
-from .units import (format_rate, format_time_us, parse_rate, parse_size,
-                    parse_time_us)
+from .units import format_rate, format_time_us
 
-MIN_RATE_BPS = 1e3
-MAX_RATE_BPS = 10e9
-MAX_DELAY_US = 60 * 10**6
-DEFAULT_QUEUE_PACKETS = 1000  # Linux's default txqueuelen
 DIRECTIONS = ("downlink", "uplink")
 PROBABILITY_TOLERANCE = 1e-6
 # Best effort behind a priority class, or under a varying rate, waits in the
 # data plane's ring of deferred packets.
 MAX_DEFERRED_PACKETS = p4.DEFER_RING
-PROTOCOLS = {"tcp": 6, "udp": 17, "icmp": 1, "icmpv6": 58}
-PORT_PROTOCOLS = (6, 17)
+PORT_PROTOCOLS = (PROTOCOLS["tcp"], PROTOCOLS["udp"])
 
 
 @dataclass(frozen=True)
@@ -245,116 +239,41 @@ class ProfileError(ValueError):
         super().__init__("\n".join(lines))
 
 
-def _rate(value):
-    if value == "unlimited":
-        return None
-    bps = parse_rate(value)
-    if not MIN_RATE_BPS <= bps <= MAX_RATE_BPS:
-        raise ValueError(f"out of range; allowed {format_rate(MIN_RATE_BPS)} to "
-                         f"{format_rate(MAX_RATE_BPS)}, or 'unlimited'")
-    return bps
-
-
-def _delay(value):
-    us = parse_time_us(value)
-    if not 0 <= us <= MAX_DELAY_US:
-        raise ValueError(f"out of range; allowed 0s to {format_time_us(MAX_DELAY_US)}")
-    return us
-
-
-def _probability(value):
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise ValueError("expected a probability, a number in [0, 1]")
-    if not 0 <= value <= 1:
-        raise ValueError("out of range; a probability is in [0, 1]")
-    return float(value)
-
-
 def _arq(section):
     if section is None:
         return None
-    arq = Arq(delay_us=section.field("delay", positive_time_us, default=0, required=True),
-              max_retransmissions=section.field("max_retransmissions",
-                                                int_in(0, 15, "retransmissions"),
-                                                default=0, required=True),
-              in_order=section.field("in_order", boolean, default=True))
+    arq = Arq(delay_us=section.field("delay"),
+              max_retransmissions=section.field("max_retransmissions"),
+              in_order=section.field("in_order"))
     section.reject_unknown()
     return arq
-
-
-LOSS_MODELS = ("bernoulli", "gilbert-elliott")
 
 
 def _loss(section):
     if section is None:
         return None
-    model = section.field("model", choice(LOSS_MODELS), required=True)
-    p = section.field("p", _probability, default=0.0, required=True)
+    model = section.field("model")
+    p = section.field("p")
     if model == "gilbert-elliott":
-        loss = LossModel(model, to_bad=p,
-                         to_good=section.field("r", _probability, default=1.0, required=True),
-                         bad_loss=section.field("bad_loss", _probability, default=1.0),
-                         good_loss=section.field("good_loss", _probability, default=0.0))
+        loss = LossModel(model, to_bad=p, to_good=section.field("r", required=True),
+                         bad_loss=section.field("bad_loss"),
+                         good_loss=section.field("good_loss"))
     else:
         loss = LossModel(model, to_bad=0.0, to_good=1.0, bad_loss=p, good_loss=p)
     section.reject_unknown()
     return loss
 
 
-def _open_unit_interval(value):
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise ValueError("expected a number in (0, 1)")
-    if not 0 < value < 1:
-        raise ValueError("out of range; allowed (0, 1), exclusive")
-    return float(value)
-
-
-def _up_to_one(what):
-    """A number in (0, 1]: `what` names it in the error."""
-    def convert(value):
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise ValueError(f"expected {what} in (0, 1]")
-        if not 0 < value <= 1:
-            raise ValueError("out of range; allowed (0, 1]")
-        return float(value)
-    return convert
-
-
-_max_p = _up_to_one("a probability")
-_share = _up_to_one("a fraction of the link rate")
-
-
-def _size(value):
-    size = parse_size(value)
-    if size <= 0:
-        raise ValueError("must be more than 0 bytes")
-    return size
-
-
-def _packets(value):
-    if isinstance(value, bool) or not isinstance(value, (int, float)) \
-            or not 0 <= value < math.inf:
-        raise ValueError("expected a number of packets, 0 or more")
-    return float(value)
-
-
-RED_MODES = ("packets", "bytes")
-
-
 def _red(section, mtu, rate_bps):
     if section is None:
         return None
-    mode = section.field("mode", choice(RED_MODES), default="packets")
-    threshold = _size if mode == "bytes" else _packets
-    low = section.field("min", threshold, default=0, required=True)
-    high = section.field("max", threshold, default=1, required=True)
-    red = Red(mode=mode, min_th=low, max_th=high,
-              max_p=section.field("max_p", _max_p, default=0.1, required=True),
-              weight=section.field("weight", _open_unit_interval, default=0.002,
-                                   required=True),
-              gentle=section.field("gentle", boolean, default=False),
-              ecn=section.field("ecn", boolean, default=False),
-              mean_packet_bytes=section.field("mean_packet", _size, default=mtu))
+    mode = section.field("mode")
+    threshold = size if mode == "bytes" else packets
+    low = section.field("min", convert=threshold)
+    high = section.field("max", convert=threshold)
+    red = Red(mode=mode, min_th=low, max_th=high, max_p=section.field("max_p"),
+              weight=section.field("weight"), gentle=section.field("gentle"),
+              ecn=section.field("ecn"), mean_packet_bytes=section.field("mean_packet", default=mtu))
     if low is not None and high is not None and low >= high:
         section.problems.append(f"{section.path}: min {low:g} must be less than max {high:g}")
     if rate_bps is None:
@@ -367,9 +286,8 @@ def _red(section, mtu, rate_bps):
 def _cobalt(section, mtu, rate_bps):
     if section is None:
         return None
-    cobalt = Cobalt(target_us=section.field("target", positive_time_us, default=5000),
-                    interval_us=section.field("interval", positive_time_us, default=100000),
-                    ecn=section.field("ecn", boolean, default=True), mtu=mtu)
+    cobalt = Cobalt(target_us=section.field("target"), interval_us=section.field("interval"),
+                    ecn=section.field("ecn"), mtu=mtu)
     if cobalt.target_us is not None and cobalt.interval_us is not None \
             and cobalt.target_us >= cobalt.interval_us:
         section.problem(section.sub_path("target"), section.data.get("target", "5ms"),
@@ -385,17 +303,9 @@ def _cobalt(section, mtu, rate_bps):
 def _sojourn_ramp(section):
     if section is None:
         return None
-    target = section.field("target", positive_time_us, default=1, required=True)
+    target = section.field("target")
     section.reject_unknown()
     return target
-
-
-def _protocol(value):
-    if isinstance(value, str) and value in PROTOCOLS:
-        return PROTOCOLS[value]
-    if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= 255:
-        return value
-    raise ValueError(f"expected {', '.join(PROTOCOLS)} or an IP protocol number 0 to 255")
 
 
 def _class_matches(section):
@@ -403,10 +313,9 @@ def _class_matches(section):
     gives two."""
     matches = []
     for entry in section.entries("match", "expected a list of matches, e.g. [{protocol: udp}]"):
-        dscp = entry.field("dscp", int_in(0, 63, "(DSCP)"))
-        protocol = entry.field("protocol", _protocol)
-        ports = {key: entry.field(key, int_in(0, 65535, "(port)"))
-                 for key in ("port", "src_port", "dst_port")}
+        dscp = entry.field("dscp")
+        protocol = entry.field("protocol")
+        ports = {key: entry.field(key) for key in ("port", "src_port", "dst_port")}
         entry.reject_unknown()
         given = [k for k, v in ports.items() if v is not None]
         if dscp is None and protocol is None and not given:
@@ -428,12 +337,11 @@ def _priority(section, mtu, rate_bps):
         return None
     priority = Priority(
         match=_class_matches(section),
-        queue_packets=section.field("queue", int_in(1, 100000, "packets"),
-                                    default=DEFAULT_QUEUE_PACKETS),
-        queue_bytes=section.field("queue_bytes", _size),
-        red=_red(section.section("red", required=False), mtu, rate_bps),
-        share=section.field("share", _share),
-        best_effort_share=section.field("best_effort_share", _share))
+        queue_packets=section.field("queue"),
+        queue_bytes=section.field("queue_bytes"),
+        red=_red(section.section("red"), mtu, rate_bps),
+        share=section.field("share"),
+        best_effort_share=section.field("best_effort_share"))
     if rate_bps is None:
         section.problems.append(f"{section.path}: a priority class needs a rate: with an "
                                 "unlimited rate no queue ever builds")
@@ -442,40 +350,39 @@ def _priority(section, mtu, rate_bps):
 
 
 def _direction(section, mtu, base_dir):
-    schedule = read_rate_trace(section.section("rate_trace", required=False), base_dir)
+    schedule = read_rate_trace(section.section("rate_trace"), base_dir)
     if "rate_trace" in section.data and "rate" in section.data:
         section.problems.append(f"{section.sub_path('rate')}: the rate_trace gives the rate; "
                                 "leave rate out")
     if "rate_trace" in section.data and "rate_changes" in section.data:
         section.problems.append(f"{section.sub_path('rate_changes')}: give rate_changes or "
                                 "rate_trace, not both")
-    rate = schedule.mean_rate_bps() if schedule else section.field("rate", _rate)
+    rate = schedule.mean_rate_bps() if schedule else section.field("rate")
     if schedule and not MIN_RATE_BPS <= rate <= MAX_RATE_BPS:
         trace = section.section("rate_trace")
         trace.problem(trace.sub_path("file"), trace.data["file"],
                       f"its mean rate, {format_rate(rate)}, is out of range; allowed "
                       f"{format_rate(MIN_RATE_BPS)} to {format_rate(MAX_RATE_BPS)}")
-    schedule = schedule or read_rate_changes(section, section.data.get("rate_changes"), _rate)
+    schedule = schedule or read_rate_changes(section)
     direction = Direction(
         rate_bps=rate,
-        delay_us=section.field("delay", _delay, default=0),
-        queue_packets=section.field("queue", int_in(1, 100000, "packets"),
-                                    default=DEFAULT_QUEUE_PACKETS),
-        overhead_bytes=section.field("overhead", int_in(0, 1000, "bytes"), default=0),
-        arq=_arq(section.section("arq", required=False)),
-        loss=_loss(section.section("loss", required=False)),
-        queue_bytes=section.field("queue_bytes", _size),
-        red=_red(section.section("red", required=False), mtu, rate),
-        cobalt=_cobalt(section.section("cobalt", required=False), mtu, rate),
-        sojourn_target_us=_sojourn_ramp(section.section("sojourn_ramp", required=False)),
-        priority=_priority(section.section("priority", required=False), mtu, rate),
-        jitter=read_jitter(section.section("jitter", required=False)),
-        delay_spikes=read_spikes(section.section("delay_spikes", required=False), _probability),
-        reorder=section.field("reorder", _probability, default=0.0),
-        duplicate=section.field("duplicate", _probability, default=0.0),
-        corrupt=section.field("corrupt", _probability, default=0.0),
+        delay_us=section.field("delay"),
+        queue_packets=section.field("queue"),
+        overhead_bytes=section.field("overhead"),
+        arq=_arq(section.section("arq")),
+        loss=_loss(section.section("loss")),
+        queue_bytes=section.field("queue_bytes"),
+        red=_red(section.section("red"), mtu, rate),
+        cobalt=_cobalt(section.section("cobalt"), mtu, rate),
+        sojourn_target_us=_sojourn_ramp(section.section("sojourn_ramp")),
+        priority=_priority(section.section("priority"), mtu, rate),
+        jitter=read_jitter(section.section("jitter")),
+        delay_spikes=read_spikes(section.section("delay_spikes")),
+        reorder=section.field("reorder"),
+        duplicate=section.field("duplicate"),
+        corrupt=section.field("corrupt"),
         rate_schedule=schedule,
-        send_buffer=section.field("link_buffer", _size),
+        send_buffer=section.field("link_buffer"),
     )
     if direction.send_buffer and direction.send_buffer < mtu + direction.overhead_bytes:
         section.problem(section.sub_path("link_buffer"), section.data["link_buffer"],
@@ -514,20 +421,14 @@ def _direction(section, mtu, base_dir):
     return direction
 
 
-DISTRIBUTIONS = ("static", "exponential", "uniform")
-
-
 def _duration(section):
-    kind = section.field("distribution", choice(DISTRIBUTIONS), required=True)
+    kind = section.field("distribution")
     if kind == "static":
-        duration = Duration("static", value_us=section.field("value", positive_time_us,
-                                                             default=1, required=True))
-    elif kind in DISTRIBUTIONS:
-        low = section.field("min", _delay, default=0, required=kind == "uniform")
-        high = section.field("max", positive_time_us, default=MAX_DELAY_US * 1000,
-                             required=kind == "uniform")
-        mean = (section.field("mean", positive_time_us, default=1, required=True)
-                if kind == "exponential" else 0)
+        duration = Duration("static", value_us=section.field("value", required=True))
+    elif kind is not None:
+        low = section.field("min", required=kind == "uniform")
+        high = section.field("max", required=kind == "uniform")
+        mean = section.field("mean", required=True) if kind == "exponential" else 0
         if low >= high:
             section.problems.append(f"{section.path}: min {format_time_us(low)} must be "
                                     f"less than max {format_time_us(high)}")
@@ -550,7 +451,7 @@ def _vector(section, state_names):
             section.problem(section.sub_path(name), section.data[name],
                             f"unknown state; the states are {', '.join(state_names)}")
             continue
-        vector[name] = section.field(name, _probability, default=0.0)
+        vector[name] = section.field(name, default=0.0)
     total = sum(vector.values())
     if section.data and abs(total - 1) > PROBABILITY_TOLERANCE:
         section.problems.append(f"{section.path}: probabilities sum to {total:g}; "
@@ -565,11 +466,10 @@ def _error(section, key):
     value = section.data.get(key)
     if isinstance(value, dict):
         per_direction = section.section(key)
-        errors = {d: per_direction.field(d, _probability, default=0.0, required=True)
-                  for d in DIRECTIONS}
+        errors = {d: per_direction.field(d) for d in DIRECTIONS}
         per_direction.reject_unknown()
         return errors
-    both = section.field(key, _probability, default=0.0, required=True)
+    both = section.field(key)
     return {d: both for d in DIRECTIONS}
 
 
@@ -595,7 +495,7 @@ def _states(section):
     if not names:
         states_section.problems.append(f"{states_section.path}: define at least one state")
     start = _vector(section.section("start"), names)
-    seed = section.field("seed", int_in(0, 2**63 - 1, "(seed)"))
+    seed = section.field("seed")
     section.reject_unknown()
     return StateChain(start=start, states=states, seed=seed)
 
@@ -604,12 +504,12 @@ def parse_profile(data, source="profile", default_name="profile", base_dir="."):
     """Validates parsed YAML into a Profile, or raises ProfileError; files it
     names (rate traces) are relative to `base_dir`."""
     problems = []
-    top = Section(data, "", problems)
-    name = top.field("name", safe_name, default=default_name)
-    description = top.field("description", text, default="")
-    mtu = top.field("mtu", int_in(68, 9000, "bytes"), default=1500)
+    top = Section(data, "", problems, PROFILE)
+    name = top.field("name", default=default_name)
+    description = top.field("description")
+    mtu = top.field("mtu")
     directions = {d: _direction(top.section(d), mtu, base_dir) for d in DIRECTIONS}
-    states = _states(top.section("link_states", required=False))
+    states = _states(top.section("link_states"))
     top.reject_unknown()
     if problems:
         raise ProfileError(source, problems)

@@ -31,7 +31,7 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
-from .fields import Section, non_negative_time_us, positive_time_us, shown, text
+from .fields import TIME_JSON, Kind, shown
 from .files import read_text
 from .units import format_rate, format_time_us, parse_time_us
 
@@ -178,23 +178,23 @@ def _window_ms(value):
     return us // 1000
 
 
-def read_rate_changes(section, items, rate):
+window_ms = Kind(_window_ms, f"whole milliseconds, {MIN_WINDOW_MS}ms or more", TIME_JSON)
+
+
+def read_rate_changes(section):
     """The `rate_changes` list of a direction section, or None if absent."""
-    section.known.add("rate_changes")
-    if items is None:
+    if "rate_changes" not in section.data:
         return None
-    path = section.sub_path("rate_changes")
-    if not isinstance(items, list) or not items:
-        section.problem(path, items, "expected a list of changes, e.g. "
-                        "[{at: 10s, rate: 2Mbit}, {at: 20s, outage: 1s}]")
+    entries = section.entries("rate_changes", "expected a list of changes, e.g. "
+                              "[{at: 10s, rate: 2Mbit}, {at: 20s, outage: 1s}]")
+    if not entries:
         return None
     steps, outages = [], []
     busy_until = -1
-    for i, item in enumerate(items):
-        entry = Section(item, f"{path}[{i}]", section.problems)
-        at = entry.field("at", non_negative_time_us, required=True)
-        step_rate = entry.field("rate", rate)
-        length = entry.field("outage", positive_time_us)
+    for entry in entries:
+        at = entry.field("at")
+        step_rate = entry.field("rate")
+        length = entry.field("outage")
         entry.reject_unknown()
         if ("rate" in entry.data) == ("outage" in entry.data):
             entry.problems.append(f"{entry.path}: give either rate or outage")
@@ -217,8 +217,8 @@ def read_rate_trace(section, base_dir):
     """The `rate_trace` section of a direction section, or None if absent."""
     if section is None:
         return None
-    file = section.field("file", text, required=True)
-    window = section.field("window", _window_ms, default=DEFAULT_WINDOW_MS)
+    file = section.field("file")
+    window = section.field("window")
     section.reject_unknown()
     if file is None:
         return None
