@@ -8,10 +8,12 @@ from scapy.layers.inet import IP
 from scapy.layers.l2 import Ether
 
 from linkemu.drivers import queue_monitor
-from linkemu.drivers.fidelity import model_due
+from linkemu.drivers.event_log import EventRecorder, check_timing, read_events
+from linkemu.drivers.fidelity import Frame, model_due
+from linkemu.drivers.state_driver import running
 from linkemu.switch.entries.red import red_curve
-from linkemu_base import (ETH_HEADER, FIXED_PORT, MOBILE_PORTS, LinkemuTest, frame_seq, profile,
-                          seqs, udp_frame)
+from linkemu_base import (ETH_HEADER, FIXED_PORT, MOBILE_PORTS, P90_LATE_S, LinkemuTest,
+                          frame_seq, profile, seqs, udp_frame)
 
 MOBILE = MOBILE_PORTS[0]
 Z9999 = 3.89  # two-sided 99.99 % normal quantile
@@ -424,3 +426,153 @@ class BlueTest(LinkemuTest):
         tail = self.counter_delta(before, "drop_queue", "downlink")
         self.assertGreater(tail, 500)
         self.assertGreater(blue, 100, (blue, tail))
+
+
+def flow_frame(seq, udp_port, length=1000):
+    """An ECT(0) frame of the flow to `udp_port`: COBALT marks it, never drops it."""
+    frame = udp_frame(FIXED_PORT, MOBILE, seq, length, udp_port)
+    frame[IP].tos = 2
+    return Ether(bytes(frame))
+
+
+class FlowIsolationTest(LinkemuTest):
+    """Flow isolation: two flows, one offered at twice the other's rate and
+    both above their share, get the link in equal parts; through one queue
+    (flowblind) in proportion to what they offer. A packet of a third,
+    sparse flow overtakes the backlog of the others."""
+
+    RATE = 4e6          # 1000-byte frames leave every 1.97 ms
+    SECONDS = 1.2
+
+    def run_flows(self, isolation):
+        link = {"rate": "4Mbit", "queue": 2000,
+                "cobalt": {"isolation": isolation, "target": "500ms", "interval": "1s"}}
+        self.push({"downlink": link})
+        # A every 1.25 ms (6.4 Mbit/s), B every 2.5 ms (3.2 Mbit/s); the
+        # sparse packet 0.6 s in.
+        sends = sorted([(i * 0.00125, i, 5001) for i in range(int(self.SECONDS / 0.00125))] +
+                       [(i * 0.0025, 10000 + i, 5002) for i in range(int(self.SECONDS / 0.0025))] +
+                       [(0.6, 20000, 5003)])
+        frames = [(at, bytes(flow_frame(seq, port))) for at, seq, port in sends]
+
+        def send():
+            start = time.time()
+            for at, frame in frames:
+                pause = start + at - time.time()
+                if pause > 0:
+                    time.sleep(pause)
+                self.dataplane.send(0, FIXED_PORT, frame)
+
+        _, received = self.timed(FIXED_PORT, MOBILE, send, wait=3.0)
+        first = received[0].ts
+        window = [f for f in received if 0.3 <= f.ts - first <= self.SECONDS]
+        a = sum(1 for f in window if frame_seq(f.data) < 10000)
+        b = sum(1 for f in window if 10000 <= frame_seq(f.data) < 20000)
+        sparse = [f.ts - first for f in received if frame_seq(f.data) == 20000]
+        return a, b, sparse
+
+    def runTest(self):
+        a, b, sparse = self.run_flows("flows")
+        self.assertGreater(a + b, 0.9 * (self.SECONDS - 0.3) * self.RATE / 8000)
+        self.assertLess(abs(a - b) / (a + b), 0.05, (a, b))
+        # Behind A's and B's backlogs (hundreds of frames) it would wait
+        # seconds; served first, a frame or two.
+        self.assertEqual(len(sparse), 1)
+        self.assertLess(sparse[0], 0.6 + 0.05, sparse)
+        self.drain(quiet=1.0)
+        a, b, _ = self.run_flows("flowblind")
+        self.assertLess(abs(a / (a + b) - 2 / 3), 0.05, (a, b))
+
+
+class FlowScheduleTest(LinkemuTest):
+    """With flow isolation the link goes to the flows in DRR++'s order as it
+    frees: replayed on the switch's own arrival instants (its event log),
+    the reference model gives every frame the start and due instant the
+    switch gave it; and each frame leaves when due, though it learns its
+    turn only then, with 20 ms of delay and with none."""
+
+    def runTest(self):
+        for delay in ("20ms", "0ms"):
+            # CoDel never signals here (target 4 s): the schedule alone.
+            link = {"rate": "2Mbit", "delay": delay, "queue": 1000,
+                    "cobalt": {"isolation": "flows", "target": "4s", "interval": "8s"}}
+            self.push({"downlink": link})
+            # Two bursts, then a third flow's frames trickling in while they
+            # drain.
+            sends = ([(0.0, i, 5001) for i in range(40)] +
+                     [(0.0, 1000 + i, 5002) for i in range(20)] +
+                     [(0.02 + 0.03 * i, 2000 + i, 5003) for i in range(8)])
+            frames = [(at, bytes(flow_frame(seq, port, length=600))) for at, seq, port in sends]
+
+            def send():
+                start = time.time()
+                for at, frame in frames:
+                    pause = start + at - time.time()
+                    if pause > 0:
+                        time.sleep(pause)
+                    self.dataplane.send(0, FIXED_PORT, frame)
+
+            path = self.workdir / f"events-{delay}.csv"
+            recorder = EventRecorder(self.switch, path)
+            with running(recorder):
+                sent, received = self.timed(FIXED_PORT, MOBILE, send,
+                                            wait=68 * 0.0024 + 1.0)
+            events = sorted((e for e in read_events(path) if e.direction == "downlink"),
+                            key=lambda e: e.arrival_us)
+            with self.subTest(delay=delay):
+                self.assertIsNone(recorder.error)
+                self.assertEqual(len(received), len(frames))
+                self.assertEqual(len(events), len(frames))
+                # The log's events in arrival order are the frames as sent.
+                at_switch = [Frame(e.arrival_us / 1e6, f.data, f.length)
+                             for e, f in zip(events, sent)]
+                dues = model_due(at_switch, profile(downlink=link).downlink)
+                self.assertEqual([round(d * 1e6) for d in dues], [e.due_us for e in events])
+                timing = check_timing(events)
+                self.assertEqual(timing.early, 0)
+                late = sorted((e.event_us - e.due_us) / 1e3 for e in events)
+                self.assert_in_time(late[int(0.9 * (len(late) - 1))], P90_LATE_S * 1e3,
+                                    f"p90 ms late of {late}")
+
+
+class TripleIsolateTest(LinkemuTest):
+    """Triple-isolate shares the link between hosts before flows: a sender
+    with one flow to one receiver and a sender with four to another each
+    get half the link; with flows alone, the one flow gets a fifth."""
+
+    SECONDS = 1.2
+
+    def run_hosts(self, isolation):
+        link = {"rate": "4Mbit", "queue": 2000,
+                "cobalt": {"isolation": isolation, "target": "4s", "interval": "8s"}}
+        self.push({"downlink": link})
+        lone, busy = MOBILE_PORTS[0], MOBILE_PORTS[1]
+        # Each flow offers a 1000-byte frame every 2.5 ms: 16 Mbit/s in all.
+        flows = [("10.0.0.11", lone, 6001)] + [("10.0.0.12", busy, 6002 + i) for i in range(4)]
+        frames = []
+        for n, (source, port, udp_port) in enumerate(flows):
+            for i in range(int(self.SECONDS / 0.0025)):
+                frame = udp_frame(FIXED_PORT, port, 1000 * n + i, 1000, udp_port)
+                frame[IP].src = source
+                frames.append((i * 0.0025, n, bytes(Ether(bytes(frame)))))
+        frames.sort()
+        start = time.time()
+        for at, _, frame in frames:
+            pause = start + at - time.time()
+            if pause > 0:
+                time.sleep(pause)
+            self.dataplane.send(0, FIXED_PORT, frame)
+        # The backlog drains in some 4 s; by then the other port's frames
+        # wait in the test's queue.
+        got = {lone: self.receive(lone, len(frames), timeout=self.SECONDS + 4.0)}
+        got[busy] = self.receive(busy, len(frames), timeout=0.5)
+        first = min(t for port in got for t, _ in got[port])
+        return [sum(1 for t, _ in got[port] if 0.3 <= t - first <= self.SECONDS)
+                for port in (lone, busy)]
+
+    def runTest(self):
+        lone, busy = self.run_hosts("triple-isolate")
+        self.assertLess(abs(lone - busy) / (lone + busy), 0.05, (lone, busy))
+        self.drain(quiet=1.0)
+        lone, busy = self.run_hosts("flows")
+        self.assertLess(abs(lone / (lone + busy) - 1 / 5), 0.05, (lone, busy))

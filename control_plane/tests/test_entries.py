@@ -8,8 +8,8 @@ from linkemu.program import constants as p4
 from linkemu.switch.codes import CLASS_IDS, byte_cost_q, queue_index, threshold
 from linkemu.switch.entities import Ternary
 from linkemu.switch.entries.cobalt import (cobalt_decay_entries, cobalt_entries,
-                                           cobalt_law_entries, decay_end, grid_count,
-                                           inv_sqrt_q32, law_sum_q16)
+                                           cobalt_law_entries, decay_end, flow_queue_entries,
+                                           grid_count, inv_sqrt_q32, law_sum_q16)
 from linkemu.switch.entries.link_arrival import is_plain, link_entries
 from linkemu.switch.entries.link_errors import arq_entries
 from linkemu.switch.entries.link_params import (buffer_hold_us, defers_best_effort,
@@ -281,7 +281,7 @@ def test_cobalt_takes_cakes_parameters_for_the_rate():
         "downlink": {"rate": "100Mbit", "cobalt": {}},
         "uplink": {"rate": "1Mbit", "overhead": 20, "cobalt": {"ecn": False}}})
     entries = cobalt_entries(profile)
-    down, up = entries[p4.TABLE_COBALT_PARAMS]
+    down, up = entries[p4.TABLE_ROUTER_COBALT_COBALT_COBALT_PARAMS]
     assert down.match == {"queue": queue_index("downlink", "best_effort")}
     assert down.params == {"target_us": 5000, "threshold_us": 5000, "interval_us": 100000,
                            "per_interval_q32": round(2**32 / 100000), "ecn": 1}
@@ -290,21 +290,55 @@ def test_cobalt_takes_cakes_parameters_for_the_rate():
     assert up.params["interval_us"] == round(100000 + 1.5 * frame_us - 5000)
     assert up.params["threshold_us"] == 4 * frame_us and up.params["ecn"] == 0
     assert link_params_entries(profile)[0].params["features"] == p4.FEATURE_COBALT
-    assert len(entries[p4.TABLE_COBALT_LAW]) == len(entries[p4.TABLE_COBALT_DECAY]) + 1
+    assert len(entries[p4.TABLE_ROUTER_COBALT_COBALT_COBALT_LAW]) == \
+        len(entries[p4.TABLE_ROUTER_COBALT_COBALT_COBALT_DECAY]) + 1
+    assert entries[p4.TABLE_FLOW_STEP_COBALT_COBALT_PARAMS] == []
     empty = cobalt_entries(parse_profile({"downlink": {}, "uplink": {}}))
     assert all(entries == [] for entries in empty.values())
 
 
+def test_flow_isolation_takes_the_other_cobalt_and_a_quantum():
+    profile = parse_profile({"mtu": 1500,
+                             "downlink": {"rate": "10Mbit", "overhead": 14,
+                                          "cobalt": {"isolation": "flows"}},
+                             "uplink": {}})
+    entries = cobalt_entries(profile)
+    assert entries[p4.TABLE_ROUTER_COBALT_COBALT_COBALT_PARAMS] == []
+    (params,) = entries[p4.TABLE_FLOW_STEP_COBALT_COBALT_PARAMS]
+    assert params.match == {"queue": queue_index("downlink", "best_effort")}
+    assert entries[p4.TABLE_FLOW_STEP_COBALT_COBALT_LAW]
+    tables = flow_queue_entries(profile)
+    assert [(e.match, e.params) for e in tables[p4.TABLE_FQ_PARAMS]] == \
+        [({"dir": 0}, {"quantum": 1514, "hosts": 0})]
+    assert tables[p4.TABLE_FLOW_STEP_HOST_SHARE_FQ_SHARE] == []
+    assert link_params_entries(profile)[0].params["features"] == p4.FEATURE_FLOWS
+
+
+def test_triple_isolate_shares_the_quantum_by_host_load_as_cake():
+    profile = parse_profile({"downlink": {"rate": "10Mbit",
+                                          "cobalt": {"isolation": "triple-isolate"}},
+                             "uplink": {}})
+    tables = flow_queue_entries(profile)
+    assert tables[p4.TABLE_FQ_PARAMS][0].params == {"quantum": 1500, "hosts": 1}
+    for table in (p4.TABLE_FLOW_ENQUEUE_HOST_SHARE_FQ_SHARE,
+                  p4.TABLE_FLOW_STEP_HOST_SHARE_FQ_SHARE):
+        shares = {e.match["load"]: e.params["share"] for e in tables[table]}
+        assert shares[1] == (1500 * 65535) >> 16 == 1499
+        assert shares[4] == (1500 * (65535 // 4)) >> 16 == 374
+        assert len(shares) == p4.FQ_SHARE_SIZE // 2
+
+
 def test_cobalt_law_covers_every_count_once():
     """The law's prefixes tile the 32-bit counts; each holds 1/sqrt of its
-    count and of the next one, and the sum of the steps below it."""
-    entries = cobalt_law_entries()
+    count and of the ones beside it, and the sum of the steps below it."""
+    entries = cobalt_law_entries("law", "law_action")
     covered = 0
     for entry in entries:
         value, prefix = entry.match["count"].value, entry.match["count"].prefix_len
         assert value == covered, value
         covered += 1 << (32 - prefix)
         assert entry.params["inv_sqrt_q32"] == inv_sqrt_q32(value)
+        assert entry.params["prev_inv_sqrt_q32"] == inv_sqrt_q32(max(value - 1, 0))
         assert entry.params["next_inv_sqrt_q32"] == inv_sqrt_q32(value + 1)
     assert covered == 2**32
     assert inv_sqrt_q32(0) == inv_sqrt_q32(1) == 2**32 - 1
@@ -317,7 +351,7 @@ def test_cobalt_law_covers_every_count_once():
 
 
 def test_cobalt_decay_ends_below_what_is_left():
-    entries = cobalt_decay_entries()
+    entries = cobalt_decay_entries("decay", "decay_to")
     for entry, after in zip(entries, entries[1:]):
         assert entry.match["sum_q16"].high + 1 == after.match["sum_q16"].low
         assert entry.params["sum_q16"] == law_sum_q16(entry.params["count"])

@@ -1,4 +1,5 @@
-from linkemu.drivers.fidelity import CobaltState, Frame, compare, frame_fields, model_due
+from linkemu.drivers.aqm_model import CobaltState, flow_of
+from linkemu.drivers.fidelity import Frame, compare, frame_fields, model_due
 from linkemu.model.profile import Direction, parse_profile
 from linkemu.switch.entries.cobalt import CobaltParams
 
@@ -244,3 +245,83 @@ def test_blue_rises_on_overflow_at_most_once_a_target_and_falls_when_empty():
     assert blue.p_drop == 2 << 24
     blue.found_empty(1_012_000)
     assert blue.p_drop == (2 << 24) - (1 << 20)
+
+
+def flow_udp(seq, port, t, length=600, ecn=0, src=1, dst=2):
+    """An IPv4 UDP frame from 10.0.0.`src`:40000 to 10.0.0.`dst`:`port`, sent at t."""
+    data = (bytes(12) + b"\x08\x00" + bytes([0x45, ecn]) + bytes(6) + bytes([64, 17, 0, 0])
+            + bytes([10, 0, 0, src, 10, 0, 0, dst]) + (40000).to_bytes(2, "big")
+            + port.to_bytes(2, "big") + bytes(4) + seq.to_bytes(4, "big"))
+    return Frame(t, data, length)
+
+
+FQ_LINK = {"rate": "2Mbit", "queue": 1000,
+           "cobalt": {"isolation": "flows", "target": "4s", "interval": "8s"}}
+
+
+def departure_order(frames, link=FQ_LINK):
+    direction = parse_profile({"downlink": link, "uplink": {}}).downlink
+    dues = model_due(frames, direction)
+    return [int.from_bytes(f.data[-4:], "big") for _, f in sorted(
+        (d, f) for d, f in zip(dues, frames) if d is not None)]
+
+
+def test_flows_hash_as_the_data_plane_does():
+    # BMv2's crc32 of the 5-tuple, mod 1024, seen on the switch for these two.
+    assert flow_of(flow_udp(0, 5001, 0).data) == 1015 and flow_of(flow_udp(0, 5002, 0).data) == 589
+    assert flow_of(bytes(14)) == 0   # not IP: flow 0
+
+
+def test_drr_gives_each_backlogged_flow_a_quantum_in_turn():
+    """600-byte frames (586 link bytes), a quantum of 1500: a flow sends 3
+    frames a turn (1500 - 3 x 586 < 0), then the other."""
+    frames = [flow_udp(i, 5001, 1.0) for i in range(6)] + [flow_udp(100 + i, 5002, 1.0) for i in range(6)]
+    assert departure_order(frames) == [0, 1, 2, 100, 101, 102, 3, 4, 5, 103, 104, 105]
+
+
+def test_a_flow_that_turns_up_goes_first():
+    """A frame of a new flow goes before the backlog of the others: after
+    the frames already sent (0, 1, 2 of the first flow, 100 and 101 of the
+    second, by 10 ms) and the rest of the second's first turn (102), which
+    is new itself."""
+    frames = ([flow_udp(i, 5001, 1.0) for i in range(10)]
+              + [flow_udp(100 + i, 5002, 1.0) for i in range(10)]
+              + [flow_udp(200, 5003, 1.01)])
+    assert departure_order(frames).index(200) == 6
+
+
+def test_flowblind_keeps_arrival_order():
+    frames = [flow_udp(i, 5001, 1.0) for i in range(3)] + [flow_udp(100 + i, 5002, 1.0) for i in range(3)]
+    link = {**FQ_LINK, "cobalt": {"isolation": "flowblind", "target": "4s", "interval": "8s"}}
+    assert departure_order(frames, link) == [0, 1, 2, 100, 101, 102]
+
+
+def test_each_flow_queue_has_its_own_codel():
+    """A flow whose queue stays long is signalled; a sparse one beside it
+    never is, though the link is as busy for both."""
+    link = {**FQ_LINK, "cobalt": {"isolation": "flows"}}   # target 5 ms, interval 100 ms
+    frames = sorted([flow_udp(i, 5001, 1.0 + i * 0.001, ecn=2) for i in range(600)] +
+                    [flow_udp(10000 + i, 5002, 1.0 + i * 0.02, ecn=2) for i in range(30)],
+                    key=lambda f: f.ts)
+    direction = parse_profile({"downlink": link, "uplink": {}}).downlink
+    marked = []
+    model_due(frames, direction, marked=marked)
+    seqs_marked = [int.from_bytes(frames[i].data[-4:], "big") for i in marked]
+    assert seqs_marked and all(seq < 10000 for seq in seqs_marked)
+
+
+def test_triple_isolate_shares_between_hosts_first():
+    """Sender 1 with one flow to receiver 3, sender 2 with four to receiver
+    4, all backlogged: in triple-isolate the hosts share the link, so the
+    one flow sends about as much as the four; with flows alone, a fifth."""
+    frames = [flow_udp(i, 6001, 1.0, src=1, dst=3) for i in range(100)]
+    for n in range(4):
+        frames += [flow_udp(1000 * (n + 1) + i, 6002 + n, 1.0, src=2, dst=4) for i in range(100)]
+
+    def lone_share(isolation):
+        link = {**FQ_LINK, "cobalt": {"isolation": isolation, "target": "4s", "interval": "8s"}}
+        first_200 = departure_order(frames, link)[:200]
+        return sum(1 for seq in first_200 if seq < 1000) / 200
+
+    assert abs(lone_share("triple-isolate") - 0.5) < 0.03
+    assert abs(lone_share("flows") - 0.2) < 0.03

@@ -357,7 +357,10 @@ def test_cobalt_defaults_are_cakes():
     ({"target": "0ms"}, "downlink.cobalt.target: '0ms'"),
     ({"interval": -1}, "downlink.cobalt.interval: -1"),
     ({"ecn": "yes"}, "downlink.cobalt.ecn: 'yes': expected true or false"),
-    ({"quantum": 0}, "downlink.cobalt.quantum: 0: unknown field; allowed: ecn, interval, target"),
+    ({"quantum": 0}, "downlink.cobalt.quantum: 0: unknown field; allowed: ecn, interval, "
+                     "isolation, target"),
+    ({"isolation": "triple"}, "downlink.cobalt.isolation: 'triple': expected one of flowblind, "
+                               "flows"),
 ])
 def test_bad_cobalt(cobalt, fragment):
     data = valid()
@@ -383,3 +386,27 @@ def test_cobalt_needs_a_rate():
     data = valid()
     data["downlink"].update(rate="unlimited", cobalt={})
     assert any("downlink.cobalt: COBALT needs a rate" in p for p in problems(data))
+
+
+@pytest.mark.parametrize("other, value, fragment", [
+    ("queue", 5000, "downlink.queue: 5000: with flow isolation at most 4096 packets"),
+    ("sojourn_ramp", {"target": "5ms"},
+     "downlink.sojourn_ramp: cannot be combined with flow isolation"),
+    ("arq", {"delay": "100ms", "max_retransmissions": 2},
+     "downlink.cobalt.isolation: triple-isolate cannot be combined with arq.in_order"),
+])
+def test_flow_isolation_limits(other, value, fragment):
+    data = valid()
+    data["downlink"]["cobalt"] = {"isolation": "triple-isolate"}
+    data["downlink"][other] = value
+    assert any(fragment in p for p in problems(data)), problems(data)
+    data["downlink"]["cobalt"] = {"isolation": "flowblind"}
+    assert not any("isolation" in p for p in problems_or_none(data))
+
+
+def problems_or_none(data):
+    try:
+        parse_profile(data)
+    except ProfileError as err:
+        return err.problems
+    return []

@@ -24,7 +24,7 @@ bit<32> queue_index(in direction_t dir, in bit<1> cls) {
 // Optional features of a direction (link_params' features bitmap): an
 // interpreter such as BMv2 pays for every register access and random draw,
 // so what a profile does not use is skipped.
-typedef bit<8> features_t;
+typedef bit<16> features_t;
 const features_t FEATURE_LOSS_MODEL   = 1;   // Bernoulli / Gilbert-Elliott loss
 const features_t FEATURE_SOJOURN_RAMP = 2;   // ECT(1) marking on queue sojourn
 const features_t FEATURE_DEFERRED     = 4;   // best effort starts late: a priority split, a varying rate
@@ -33,6 +33,7 @@ const features_t FEATURE_PACKET_FAULTS = 16;  // reorder, duplicate, corrupt
 const features_t FEATURE_PRIORITY     = 32;  // traffic classes: a priority split
 const features_t FEATURE_LINK_ERRORS  = 64;  // a link state with errors: draws, ARQ
 const features_t FEATURE_COBALT       = 128; // Cake's AQM on the router queue
+const features_t FEATURE_FLOWS        = 256; // flow isolation: flow queues, DRR++
 
 // What became of a packet, in the event log.
 const bit<8> EVENT_RELEASED        = 0;   // left the far end of the link

@@ -131,6 +131,9 @@ const bit<24> PKT_TIMED     = 0x080000;   // its switch has timed departure: it 
 const bit<24> PKT_AQM_LATE  = 0x100000;   // COBALT drops it when it leaves the router
                                           // queue, unless nothing waits behind it
 const bit<24> PKT_BLUE      = 0x200000;   // with PKT_AQM_LATE: BLUE's drop
+const bit<24> PKT_FQ        = 0x400000;   // waits in a flow queue for the link (its
+                                          // frame is parsed on every pass: it may be
+                                          // marked when it learns its start)
 
 // The link model's view of a packet: its own state and its link's
 // parameters.
@@ -185,6 +188,7 @@ struct cobalt_work_t {
     bit<64>   interval_us;
     bit<64>   per_interval_q32; // 2^32 / interval_us
     bit<1>    ecn;             // mark ECN-capable packets instead of dropping
+    bit<64>   prev_inv_sqrt_q32; // 1/sqrt(count - 1)
     bit<64>   inv_sqrt_q32;    // 1/sqrt(count), Cake's rec_inv_sqrt
     bit<64>   next_inv_sqrt_q32; // 1/sqrt(count + 1)
     bit<64>   law_sum_q16;     // the sum of 1/sqrt(j) for j < count
@@ -303,6 +307,54 @@ header feature_pass_h {
     bit<2>     pad;       // whole bytes
 }
 
+// The glue's working values of flow isolation (flow_queues.p4): made valid
+// only by the passes of a direction that isolates flows.
+header fq_pass_h {
+    bit<32>    flow;        // its flow queue's index
+    bit<32>    hashed;
+    bit<16>    src_port;
+    bit<16>    dst_port;
+    bit<32>    ticket;
+    bit<32>    slot;
+    bit<32>    other;       // a ticket or flow at hand
+    bit<32>    other_slot;
+    bit<32>    bytes;
+    bit<32>    quantum;
+    bit<32>    backlog;
+    bit<32>    count;
+    bit<32>    before;
+    bit<32>    next_flow;
+    bit<32>    epoch;
+    bit<32>    src_host;    // triple-isolate
+    bit<32>    dst_host;
+    bit<32>    src_load;
+    bit<32>    dst_load;
+    bit<32>    load;
+    bit<32>    share;       // the quantum a refill gives
+    bit<32>    deficit;     // two's complement
+    time_q_t   now_q;
+    time_q_t   start;
+    time_us_t  start_us;
+    time_us_t  arrival;
+    time_us_t  at_us;       // a COBALT event's instant
+    time_us_t  cobalt_at;   // COBALT's arrival_us and leave_us
+    time_us_t  leave_at;
+    bit<8>     state;
+    bit<2>     list;
+    bit<1>     capable;
+    bit<1>     hosts;       // triple-isolate
+    bit<1>     bulk;
+    bool       overflow;
+    bool       from_new;
+    bool       refill;
+    bool       empty;
+    bool       moves;
+    bool       to_old;
+    bool       waiting;
+    bool       leaves;
+    bit<3>     pad;         // whole bytes
+}
+
 // The switch's clock when a controller's probe entered (P4Runtime packet-in
 // metadata): the controller places link-state changes on this clock.
 @controller_header("packet_in")
@@ -318,6 +370,7 @@ struct headers_t {
     l4_h       l4;
     pass_h     pass;
     feature_pass_h feature;
+    fq_pass_h  fq;
     link_meta_t link;
 }
 

@@ -12,6 +12,7 @@
 #define RED_DECAY_SIZE 2048       // RED's idle decay steps, all queues
 #define TRAFFIC_CLASS_SIZE 256    // priority classification rules
 #define COBALT_LAW_SIZE 512       // COBALT's counts: 128 exact, 8 steps per power of two
+#define FQ_SHARE_SIZE 2048        // triple-isolate: a quantum's share per host load, directions
 
 // Deferred best-effort packets a direction holds; the profile keeps the
 // best-effort queue limit at or below it, so a slot is never overwritten

@@ -14,8 +14,8 @@ from scapy.utils import RawPcapReader
 
 from ..program import constants as p4
 from ..switch.codes import byte_cost_q
-from ..switch.entries.cobalt import (Q32, CobaltParams, decay_end, grid_count, inv_sqrt_q32,
-                                     law_sum_q16)
+from ..switch.entries.cobalt import CobaltParams
+from .aqm_model import CobaltState, ecn_capable, flow_queue_dues
 from ..switch.entries.link_params import buffer_hold_us
 
 ONE = 1 << p4.TIME_FRAC_BITS
@@ -74,72 +74,6 @@ def frame_fields(data):
             int.from_bytes(data[l4 + 2:l4 + 4], "big"))
 
 
-def ecn_capable(data):
-    """Whether an Ethernet frame carries an ECN-capable IP packet."""
-    ether_type = int.from_bytes(data[12:14], "big") if len(data) >= 14 else None
-    if ether_type == 0x0800 and len(data) >= 34:
-        return data[15] & 3 != 0
-    if ether_type == 0x86dd and len(data) >= 54:
-        return (data[15] >> 4) & 3 != 0
-    return False
-
-
-class CobaltState:
-    """A router queue's COBALT, as cobalt.p4 computes it, with the decay loop
-    run step by step on the law's grid. BLUE's drops are random draws, which
-    the model leaves out: a frame BLUE drops counts as an unexpected drop."""
-
-    def __init__(self, params):
-        self.p = params
-        self.count, self.dropping, self.drop_next = 0, False, 0
-        self.p_drop, self.blue_timer = 0, 0
-
-    def overflow(self, now_us):
-        if now_us - self.blue_timer > self.p.target_us:
-            self.p_drop = min(Q32 - 1, self.p_drop + (1 << 24))
-            self.blue_timer = now_us
-        self.dropping, self.drop_next = True, now_us
-        self.count = max(self.count, 1)
-
-    def found_empty(self, now_us):
-        if self.p_drop and now_us - self.blue_timer > self.p.target_us:
-            self.p_drop = max(0, self.p_drop - (1 << 20))
-            self.blue_timer = now_us
-
-    def leaves(self, arrival_us, leave_us, capable):
-        """"pass", "mark" or "drop" for a packet leaving the queue at leave_us."""
-        interval = self.p.interval_us
-        count = grid_count(self.count)
-        elapsed = leave_us - self.drop_next
-        late = elapsed > 0
-        next_due = self.count != 0 and elapsed >= 0
-        verdict = "pass"
-        if leave_us - arrival_us > self.p.threshold_us:
-            if not self.dropping:
-                self.dropping = True
-                self.drop_next = leave_us + ((interval * inv_sqrt_q32(count)) >> 32)
-            self.count = max(self.count, 1)
-        else:
-            self.dropping = False
-        if next_due and self.dropping:
-            verdict = "mark" if capable and self.p.ecn else "drop"
-            self.count = min(self.count + 1, Q32 - 1)
-            self.drop_next += (interval * inv_sqrt_q32(count + 1)) >> 32
-            late = leave_us - self.drop_next > 0
-        elif next_due:
-            left = law_sum_q16(count) - ((elapsed * self.p.per_interval_q32()) >> 16)
-            self.count = decay_end(left) if left > 0 else 0
-            if self.count:
-                self.drop_next += (interval * (law_sum_q16(count) -
-                                               law_sum_q16(self.count))) >> 16
-                late = leave_us - self.drop_next > 0
-        if self.count == 0:
-            self.drop_next = leave_us + interval
-        elif late and verdict != "drop":
-            self.drop_next = leave_us
-        return verdict
-
-
 def frame_class(direction, data):
     """"priority" if the frame matches the direction's priority class."""
     if direction.priority is None:
@@ -185,6 +119,8 @@ def model_due(arrivals, direction, marked=None):
     strict priority: a best-effort frame leaves its queue when the buffer has
     room for it behind what the link and its rate cap still owe and no
     priority frame has claimed the link first."""
+    if direction.cobalt is not None and direction.cobalt.isolation != "flowblind":
+        return flow_queue_dues(arrivals, direction, marked)
     cost = byte_cost_q(direction.rate_bps)
     buffer, hold_q = direction.send_buffer or 0, buffer_hold_us(direction) * ONE
 

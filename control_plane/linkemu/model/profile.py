@@ -23,6 +23,9 @@ PROBABILITY_TOLERANCE = 1e-6
 # Best effort behind a priority class, or under a varying rate, waits in the
 # data plane's ring of deferred packets.
 MAX_DEFERRED_PACKETS = p4.DEFER_RING
+# Flow isolation hands out tickets from a ring of FQ_SLOTS a direction; half
+# stays free for the packets that have left their queue but not yet read it.
+MAX_FLOW_QUEUED = 4096
 PORT_PROTOCOLS = (PROTOCOLS["tcp"], PROTOCOLS["udp"])
 
 
@@ -103,10 +106,12 @@ class Cobalt:
     interval_us: int = 100000
     ecn: bool = True
     mtu: int = 1500
+    isolation: str = "flowblind"
 
     def describe(self):
         return (f"COBALT target {format_time_us(self.target_us)} interval "
-                f"{format_time_us(self.interval_us)}{'' if self.ecn else ' without ECN'}")
+                f"{format_time_us(self.interval_us)}{'' if self.ecn else ' without ECN'}, "
+                f"{self.isolation}")
 
 
 @dataclass(frozen=True)
@@ -287,7 +292,7 @@ def _cobalt(section, mtu, rate_bps):
     if section is None:
         return None
     cobalt = Cobalt(target_us=section.field("target"), interval_us=section.field("interval"),
-                    ecn=section.field("ecn"), mtu=mtu)
+                    ecn=section.field("ecn"), mtu=mtu, isolation=section.field("isolation"))
     if cobalt.target_us is not None and cobalt.interval_us is not None \
             and cobalt.target_us >= cobalt.interval_us:
         section.problem(section.sub_path("target"), section.data.get("target", "5ms"),
@@ -396,6 +401,17 @@ def _direction(section, mtu, base_dir):
     if direction.rate_schedule is not None and direction.priority is not None:
         section.problems.append(f"{section.sub_path('priority')}: cannot be combined with a "
                                 "rate that changes over time")
+    if direction.cobalt is not None and direction.cobalt.isolation != "flowblind":
+        if direction.queue_packets is not None and direction.queue_packets > MAX_FLOW_QUEUED:
+            section.problem(section.sub_path("queue"), direction.queue_packets,
+                            f"with flow isolation at most {MAX_FLOW_QUEUED} packets")
+        if direction.sojourn_target_us is not None:
+            section.problems.append(f"{section.sub_path('sojourn_ramp')}: cannot be combined "
+                                    "with flow isolation")
+        if direction.arq is not None and direction.arq.in_order:
+            section.problems.append(f"{section.sub_path('cobalt')}.isolation: "
+                                    f"{direction.cobalt.isolation} cannot be combined with "
+                                    "arq.in_order")
     if direction.cobalt is not None:
         for key, given in (("red", direction.red), ("priority", direction.priority),
                            ("link_buffer", direction.send_buffer),

@@ -19,6 +19,7 @@ PROTOCOLS = {"tcp": 6, "udp": 17, "icmp": 1, "icmpv6": 58}
 LOSS_MODELS = ("bernoulli", "gilbert-elliott")
 RED_MODES = ("packets", "bytes")
 DURATIONS = ("static", "exponential", "uniform")
+ISOLATIONS = ("flowblind", "flows", "triple-isolate")
 PROBABILITY_JSON = {"type": "number", "minimum": 0, "maximum": 1}
 
 
@@ -186,6 +187,10 @@ DIRECTION = Block("downlink", "One direction of the link; `uplink` has the same 
               "100ms"),
         Field("ecn", boolean, "mark ECN-capable packets CE instead of dropping them", True,
               "true"),
+        Field("isolation", choice(ISOLATIONS), "`flowblind`: one queue; `flows`: a queue per "
+              "flow (5-tuple), served by DRR++ as fq_codel does, each with its COBALT; "
+              "`triple-isolate`: as flows, the link shared by sender and receiver hosts "
+              "first, as Cake's", "flowblind", "flowblind"),
     )),
     Block("sojourn_ramp", "Marks ECT(1) packets CE with a probability rising with their "
           "sojourn", (

@@ -5,65 +5,88 @@ from build/linkemu.p4info.txtpb, build/linkemu.json and p4src: do not edit
 
 # Tables
 TABLE_ARQ = 'LinkemuIngress.link_pass.link_errors.arq'
-TABLE_COBALT_DECAY = 'LinkemuIngress.link_pass.router_cobalt.cobalt.cobalt_decay'
-TABLE_COBALT_LAW = 'LinkemuIngress.link_pass.router_cobalt.cobalt.cobalt_law'
-TABLE_COBALT_PARAMS = 'LinkemuIngress.link_pass.router_cobalt.cobalt.cobalt_params'
 TABLE_DELAY_SPIKES = 'LinkemuIngress.link_pass.delay_variation.delay_spikes'
 TABLE_EVENT_LOG = 'LinkemuIngress.link_pass.event_log.event_log'
+TABLE_FLOW_ENQUEUE_HOST_SHARE_FQ_SHARE = 'LinkemuIngress.link_pass.flow_enqueue.host_share.fq_share'
+TABLE_FLOW_LEARN_SLOT_OF = 'LinkemuIngress.link_pass.flow_learn.slot_of'
+TABLE_FLOW_STEP_COBALT_COBALT_DECAY = 'LinkemuIngress.link_pass.flow_step.cobalt.cobalt_decay'
+TABLE_FLOW_STEP_COBALT_COBALT_LAW = 'LinkemuIngress.link_pass.flow_step.cobalt.cobalt_law'
+TABLE_FLOW_STEP_COBALT_COBALT_PARAMS = 'LinkemuIngress.link_pass.flow_step.cobalt.cobalt_params'
+TABLE_FLOW_STEP_HOST_SHARE_FQ_SHARE = 'LinkemuIngress.link_pass.flow_step.host_share.fq_share'
+TABLE_FLOW_STEP_SLOT_OF = 'LinkemuIngress.link_pass.flow_step.slot_of'
 TABLE_FORWARD = 'LinkemuIngress.link_pass.port_map.forward'
+TABLE_FQ_PARAMS = 'LinkemuIngress.link_pass.flow_params.fq_params'
 TABLE_HOLD_LIMIT = 'LinkemuIngress.link_pass.hold_limit'
+TABLE_INDEX = 'LinkemuIngress.link_pass.flow_enqueue.index'
 TABLE_JITTER = 'LinkemuIngress.link_pass.delay_variation.jitter'
 TABLE_LINK = 'LinkemuIngress.link_pass.link_arrival.link'
 TABLE_LINK_PARAMS = 'LinkemuIngress.link_pass.link_params.link_params'
 TABLE_LINK_STATE = 'LinkemuIngress.link_pass.link_errors.link_state'
 TABLE_LOSS_MODEL = 'LinkemuIngress.link_pass.loss_model.loss_model'
+TABLE_NEW_HEAD_SLOT_OF = 'LinkemuIngress.link_pass.flow_step.new_head_slot_of'
 TABLE_PACKET_FAULTS = 'LinkemuIngress.link_pass.packet_faults.packet_faults'
 TABLE_PORT_MAP = 'LinkemuIngress.link_pass.port_map.port_map'
 TABLE_QUEUE_PARAMS = 'LinkemuIngress.link_pass.queue_params.queue_params'
 TABLE_RED_CURVE = 'LinkemuIngress.link_pass.router_aqm.red.red_curve'
 TABLE_RED_DECAY = 'LinkemuIngress.link_pass.router_aqm.red.red_decay'
 TABLE_RED_PARAMS = 'LinkemuIngress.link_pass.router_aqm.red.red_params'
+TABLE_REFILL = 'LinkemuIngress.link_pass.flow_step.refill'
 TABLE_RELEASE = 'LinkemuIngress.link_pass.release.release'
+TABLE_ROUTER_COBALT_COBALT_COBALT_DECAY = 'LinkemuIngress.link_pass.router_cobalt.cobalt.cobalt_decay'
+TABLE_ROUTER_COBALT_COBALT_COBALT_LAW = 'LinkemuIngress.link_pass.router_cobalt.cobalt.cobalt_law'
+TABLE_ROUTER_COBALT_COBALT_COBALT_PARAMS = 'LinkemuIngress.link_pass.router_cobalt.cobalt.cobalt_params'
 TABLE_SLOT_OF_HEAD = 'LinkemuIngress.link_pass.deferred_head.slot_of_head'
 TABLE_SLOT_OF_TAIL = 'LinkemuIngress.link_pass.deferred_enqueue.slot_of_tail'
 TABLE_SLOT_OF_TICKET = 'LinkemuIngress.link_pass.deferred_take.slot_of_ticket'
 TABLE_SOJOURN_RAMP = 'LinkemuIngress.link_pass.sojourn_ramp.sojourn_ramp'
 TABLE_TRAFFIC_CLASS = 'LinkemuIngress.link_pass.traffic_class.traffic_class'
+TABLE_WAKE = 'LinkemuIngress.link_pass.flow_learn.wake'
 
 # Actions
 ACTION_COSTS = 'LinkemuIngress.link_pass.link_clock.costs'
 ACTION_COUNT_HELD = 'LinkemuIngress.link_pass.count_held'
 ACTION_DECAY = 'LinkemuIngress.link_pass.router_aqm.red.decay'
-ACTION_DECAY_TO = 'LinkemuIngress.link_pass.router_cobalt.cobalt.decay_to'
 ACTION_DECIDE = 'LinkemuIngress.link_pass.release.decide'
+ACTION_DEFERRED_TAKE_TICKET_SLOT = 'LinkemuIngress.link_pass.deferred_take.ticket_slot'
 ACTION_DROP_ALL = 'LinkemuIngress.link_pass.router_aqm.red.drop_all'
 ACTION_FEATURED = 'LinkemuIngress.link_pass.link_arrival.featured'
 ACTION_FLOOD = 'LinkemuIngress.link_pass.port_map.flood'
+ACTION_FLOW_ENQUEUE_HOST_SHARE_SHARE_OF = 'LinkemuIngress.link_pass.flow_enqueue.host_share.share_of'
+ACTION_FLOW_LEARN_TICKET_SLOT = 'LinkemuIngress.link_pass.flow_learn.ticket_slot'
+ACTION_FLOW_OF = 'LinkemuIngress.link_pass.flow_enqueue.flow_of'
+ACTION_FLOW_SLOT = 'LinkemuIngress.link_pass.flow_step.flow_slot'
+ACTION_FLOW_STEP_COBALT_DECAY_TO = 'LinkemuIngress.link_pass.flow_step.cobalt.decay_to'
+ACTION_FLOW_STEP_COBALT_LAW = 'LinkemuIngress.link_pass.flow_step.cobalt.law'
+ACTION_FLOW_STEP_COBALT_SET_COBALT = 'LinkemuIngress.link_pass.flow_step.cobalt.set_cobalt'
+ACTION_FLOW_STEP_HOST_SHARE_SHARE_OF = 'LinkemuIngress.link_pass.flow_step.host_share.share_of'
 ACTION_HEAD_SLOT = 'LinkemuIngress.link_pass.deferred_head.head_slot'
 ACTION_IDEAL = 'LinkemuIngress.link_pass.link_params.ideal'
-ACTION_LAW = 'LinkemuIngress.link_pass.router_cobalt.cobalt.law'
 ACTION_LOG_EVENT = 'LinkemuIngress.link_pass.log_event'
 ACTION_LOG_EVENTS = 'LinkemuIngress.link_pass.event_log.log_events'
 ACTION_MARK_WITH = 'LinkemuIngress.link_pass.sojourn_ramp.mark_with'
 ACTION_OFFER = 'LinkemuIngress.link_pass.best_effort_start.offer'
 ACTION_PLAIN = 'LinkemuIngress.link_pass.link_arrival.plain'
 ACTION_RETRANSMIT = 'LinkemuIngress.link_pass.link_errors.retransmit'
+ACTION_ROUTER_COBALT_COBALT_DECAY_TO = 'LinkemuIngress.link_pass.router_cobalt.cobalt.decay_to'
+ACTION_ROUTER_COBALT_COBALT_LAW = 'LinkemuIngress.link_pass.router_cobalt.cobalt.law'
+ACTION_ROUTER_COBALT_COBALT_SET_COBALT = 'LinkemuIngress.link_pass.router_cobalt.cobalt.set_cobalt'
 ACTION_SET_BAD = 'LinkemuIngress.link_pass.loss_model.set_bad'
 ACTION_SET_CLASS = 'LinkemuIngress.link_pass.traffic_class.set_class'
-ACTION_SET_COBALT = 'LinkemuIngress.link_pass.router_cobalt.cobalt.set_cobalt'
 ACTION_SET_DELAY = 'LinkemuIngress.link_pass.delay_variation.set_delay'
 ACTION_SET_DIRECTION = 'LinkemuIngress.link_pass.port_map.set_direction'
 ACTION_SET_ERROR = 'LinkemuIngress.link_pass.link_errors.set_error'
 ACTION_SET_FAULTS = 'LinkemuIngress.link_pass.packet_faults.set_faults'
 ACTION_SET_GOOD = 'LinkemuIngress.link_pass.loss_model.set_good'
 ACTION_SET_PARAMS = 'LinkemuIngress.link_pass.link_params.set_params'
+ACTION_SET_QUANTUM = 'LinkemuIngress.link_pass.flow_params.set_quantum'
 ACTION_SET_QUEUE = 'LinkemuIngress.link_pass.queue_params.set_queue'
 ACTION_SET_RED = 'LinkemuIngress.link_pass.router_aqm.red.set_red'
 ACTION_SET_SPIKE = 'LinkemuIngress.link_pass.delay_variation.set_spike'
 ACTION_SIGNAL_WITH = 'LinkemuIngress.link_pass.router_aqm.red.signal_with'
 ACTION_TAIL_SLOT = 'LinkemuIngress.link_pass.deferred_enqueue.tail_slot'
-ACTION_TICKET_SLOT = 'LinkemuIngress.link_pass.deferred_take.ticket_slot'
+ACTION_TAKE_SHARE = 'LinkemuIngress.link_pass.flow_step.take_share'
 ACTION_TO_PORT = 'LinkemuIngress.link_pass.port_map.to_port'
+ACTION_WAKE_AT = 'LinkemuIngress.link_pass.flow_learn.wake_at'
 
 # Match fields
 FIELD_AVG = 'avg'
@@ -76,6 +99,7 @@ FIELD_DST_PORT = 'dst_port'
 FIELD_IDLE_US = 'idle_us'
 FIELD_INGRESS_PORT = 'ingress_port'
 FIELD_IS_IP = 'is_ip'
+FIELD_LOAD = 'load'
 FIELD_PROTOCOL = 'protocol'
 FIELD_QUEUE = 'queue'
 FIELD_RAND_INDEX = 'rand_index'
@@ -88,6 +112,7 @@ COUNTERS = {
     'link_in': 'packets entering the link',
     'drop_queue': 'dropped: router queue full',
     'ramp_marks': 'ECT(1) marked CE by the sojourn-time ramp',
+    'cobalt_marks': 'marked CE by COBALT',
     'drop_codel': "dropped: COBALT's CoDel, leaving the router queue",
     'drop_blue': "dropped: COBALT's BLUE, leaving the router queue",
     'drop_link_error': 'dropped: link error (after ARQ, if any)',
@@ -106,7 +131,6 @@ COUNTERS = {
     'drop_aqm': 'dropped: RED (not ECN-capable, or above max_th)',
     'drop_aqm_ect': 'of which ECN-capable (above max_th, or ECN off)',
     'ecn_marks': 'marked CE by RED',
-    'cobalt_marks': 'marked CE by COBALT',
     'release_paced': "held packets due that went round once more: BMv2's output queue",
     'released_ahead': "released to wait in the output port's queue until due (timed departure)",
     'link_out': 'packets delivered at the far end (a flooded one once)',
@@ -172,6 +196,7 @@ EVENT_RELEASED = 0
 FEATURE_COBALT = 128
 FEATURE_DEFERRED = 4
 FEATURE_DELAY_VARIATION = 8
+FEATURE_FLOWS = 256
 FEATURE_LINK_ERRORS = 64
 FEATURE_LOSS_MODEL = 1
 FEATURE_PACKET_FAULTS = 16
@@ -179,6 +204,19 @@ FEATURE_PRIORITY = 32
 FEATURE_SOJOURN_RAMP = 2
 FL_HOLD = 1
 FORWARD_SIZE = 1024
+FQ_DROP = 3
+FQ_DROP_BLUE = 4
+FQ_FLOWS = 1024
+FQ_LIST_NEW = 1
+FQ_LIST_NONE = 0
+FQ_LIST_OLD = 2
+FQ_MARK = 2
+FQ_MIN_COST_Q = 16777
+FQ_NONE = 0
+FQ_SHARE_SIZE = 2048
+FQ_SLOTS = 8192
+FQ_START = 1
+FQ_WAITING = 0
 HOLD_CAPACITY = 960
 HOLD_PORT_BASE = 448
 HOLD_PORT_MASK = 15
@@ -196,6 +234,7 @@ PKT_AQM_LATE = 1048576
 PKT_BLUE = 2097152
 PKT_DEFERRED = 4096
 PKT_FLOOD = 131072
+PKT_FQ = 4194304
 PKT_LINK_DONE = 512
 PKT_LOG = 8192
 PKT_LOST = 1024

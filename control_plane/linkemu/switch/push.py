@@ -4,7 +4,7 @@ install, and a profile live (push_profile), all or nothing."""
 from ..model.profile import ProfileError
 from ..program import constants as p4
 from .codes import DIRECTION_IDS
-from .entries.cobalt import cobalt_entries
+from .entries.cobalt import cobalt_entries, flow_queue_entries
 from .entries.delay_variation import delay_spike_entries, jitter_entries
 from .entries.hold_limit import hold_limit_entries
 from .entries.link_arrival import link_entries
@@ -52,6 +52,7 @@ def profile_entries(profile):
               p4.TABLE_PACKET_FAULTS: packet_fault_entries(profile),
               **red_entries(profile),
               **cobalt_entries(profile),
+              **flow_queue_entries(profile),
               p4.TABLE_SOJOURN_RAMP: sojourn_ramp_entries(profile)}
     if profile.states is None:
         tables[p4.TABLE_LINK_STATE] = link_state_entries({d: 0.0 for d in DIRECTION_IDS})

@@ -31,10 +31,11 @@ const bit<32> COBALT_P_INC = 1 << 24;   // BLUE's steps, as Cake's: 1/256 up,
 const bit<32> COBALT_P_DEC = 1 << 20;   // 1/4096 down
 
 // verdict: AQM_PASS, AQM_SIGNAL (mark CE), AQM_DROP (CoDel) or
-// AQM_DROP_BLUE. `overflow`: the queue refused the packet (at arrival_us);
-// `found_empty`: it arrived to an empty queue.
+// AQM_DROP_BLUE for a packet that `leaves` the queue at leave_us. Its
+// queue's events come first: `overflow`, the queue refused a packet (at
+// arrival_us); `found_empty`, the queue was found empty (at arrival_us).
 control Cobalt(in time_us_t arrival_us, in time_us_t leave_us, in bool overflow,
-               in bool found_empty, in bool capable, in bit<32> rand,
+               in bool found_empty, in bool leaves, in bool capable, in bit<32> rand,
                in link_meta_t m, inout cobalt_state_t s, inout cobalt_work_t w,
                out bit<2> verdict) {
 
@@ -54,7 +55,9 @@ control Cobalt(in time_us_t arrival_us, in time_us_t leave_us, in bool overflow,
         size = NUM_QUEUES;
     }
 
-    action law(bit<64> inv_sqrt_q32, bit<64> next_inv_sqrt_q32, bit<64> sum_q16) {
+    action law(bit<64> prev_inv_sqrt_q32, bit<64> inv_sqrt_q32, bit<64> next_inv_sqrt_q32,
+               bit<64> sum_q16) {
+        w.prev_inv_sqrt_q32 = prev_inv_sqrt_q32;
         w.inv_sqrt_q32 = inv_sqrt_q32;
         w.next_inv_sqrt_q32 = next_inv_sqrt_q32;
         w.law_sum_q16 = sum_q16;
@@ -63,7 +66,7 @@ control Cobalt(in time_us_t arrival_us, in time_us_t leave_us, in bool overflow,
     table cobalt_law {
         key = { s.count : lpm @name("count"); }
         actions = { law; }
-        const default_action = law(0xffffffff, 0xffffffff, 0);
+        const default_action = law(0xffffffff, 0xffffffff, 0xffffffff, 0);
         size = COBALT_LAW_SIZE;
     }
 
@@ -104,9 +107,21 @@ control Cobalt(in time_us_t arrival_us, in time_us_t leave_us, in bool overflow,
             s.p_drop = s.p_drop < COBALT_P_DEC ? 0 : s.p_drop - COBALT_P_DEC;
             s.blue_timer = arrival_us;
         }
+        cobalt_law.apply();
+        if (!leaves) {
+            // A flow queue found empty ends its episode and decays a step.
+            if (found_empty) {
+                s.dropping = 0;
+                if (s.count != 0 && (int<48>) (arrival_us - s.drop_next) >= 0) {
+                    s.count = s.count - 1;
+                    s.drop_next = s.drop_next +
+                                  (time_us_t) ((w.interval_us * w.prev_inv_sqrt_q32) >> 32);
+                }
+            }
+            return;
+        }
 
         // CoDel, at the packet's leave instant.
-        cobalt_law.apply();
         w.elapsed_us = leave_us - s.drop_next;
         w.late = (int<48>) w.elapsed_us > 0;
         w.next_due = s.count != 0 && (int<48>) w.elapsed_us >= 0;

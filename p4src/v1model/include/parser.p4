@@ -53,7 +53,10 @@ parser LinkemuParser(packet_in pkt, out headers_t hdr, inout metadata_t meta,
     }
     state parse_held {
         pkt.extract(hdr.link.pkt);
-        transition accept;
+        transition select(hdr.link.pkt.flags[22:22]) {   // PKT_FQ
+            1       : parse_frame;
+            default : accept;
+        }
     }
     state parse_frame {
         frame_parser.apply(pkt, hdr.ethernet, hdr.ipv4, hdr.ipv6, hdr.l4);

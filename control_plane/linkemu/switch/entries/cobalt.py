@@ -8,11 +8,13 @@ import math
 from dataclasses import dataclass
 
 from ...program import constants as p4
+from ..codes import DIRECTION_IDS
 from ..entities import Lpm, Range, TableEntry
 from .queue_params import class_queues
 
 Q32 = 1 << 32
 EXACT_COUNTS = 128      # counts below it are exact in the law's tables
+HOST_LOADS = p4.FQ_SHARE_SIZE // p4.NUM_DIRECTIONS   # bulk flows of a host the shares cover
 STEPS_PER_DOUBLING = 8  # above, a count is rounded down to 1 of 8 per power of two
 ZETA_HALF = -1.4603545088095868   # zeta(1/2): the sum of 1/sqrt(j) for j <= n,
                                   # 2 sqrt(n) + zeta(1/2) + 1 / (2 sqrt(n)) - ...
@@ -93,38 +95,87 @@ def decay_end(left_q16):
     return counts[i] if i >= 0 else 0
 
 
-def cobalt_law_entries():
-    return [TableEntry(p4.TABLE_COBALT_LAW, {"count": Lpm(count, prefix)}, p4.ACTION_LAW,
-                       {"inv_sqrt_q32": inv_sqrt_q32(count),
+# The two COBALTs: on arrival for one FIFO queue, when a flow queue is
+# served for flow isolation. (params, law, decay) tables and actions of each.
+INSTANCES = (
+    ((p4.TABLE_ROUTER_COBALT_COBALT_COBALT_PARAMS, p4.ACTION_ROUTER_COBALT_COBALT_SET_COBALT),
+     (p4.TABLE_ROUTER_COBALT_COBALT_COBALT_LAW, p4.ACTION_ROUTER_COBALT_COBALT_LAW),
+     (p4.TABLE_ROUTER_COBALT_COBALT_COBALT_DECAY, p4.ACTION_ROUTER_COBALT_COBALT_DECAY_TO)),
+    ((p4.TABLE_FLOW_STEP_COBALT_COBALT_PARAMS, p4.ACTION_FLOW_STEP_COBALT_SET_COBALT),
+     (p4.TABLE_FLOW_STEP_COBALT_COBALT_LAW, p4.ACTION_FLOW_STEP_COBALT_LAW),
+     (p4.TABLE_FLOW_STEP_COBALT_COBALT_DECAY, p4.ACTION_FLOW_STEP_COBALT_DECAY_TO)),
+)
+
+
+def cobalt_law_entries(table, action):
+    return [TableEntry(table, {"count": Lpm(count, prefix)}, action,
+                       {"prev_inv_sqrt_q32": inv_sqrt_q32(max(count - 1, 0)),
+                        "inv_sqrt_q32": inv_sqrt_q32(count),
                         "next_inv_sqrt_q32": inv_sqrt_q32(count + 1),
                         "sum_q16": law_sum_q16(count)})
             for count, prefix in count_grid()]
 
 
-def cobalt_decay_entries():
+def cobalt_decay_entries(table, action):
     """Where the decay from a count ends: at the largest grid count whose sum
     lies below what is left (the default, below the first: at rest)."""
     counts, sums = _decay_points()
     uppers = sums[1:] + [2**64 - 1]
-    return [TableEntry(p4.TABLE_COBALT_DECAY, {"sum_q16": Range(low + 1, high)},
-                       p4.ACTION_DECAY_TO, {"count": count, "sum_q16": low}, priority=1)
+    return [TableEntry(table, {"sum_q16": Range(low + 1, high)}, action,
+                       {"count": count, "sum_q16": low}, priority=1)
             for count, low, high in zip(counts, sums, uppers)]
 
 
-def cobalt_queues(profile):
-    """[(queue, CobaltParams)] of every router queue COBALT watches."""
+def cobalt_queues(profile, isolation):
+    """[(queue, CobaltParams)] of every router queue COBALT watches with
+    flow isolation `isolation`."""
     return [(q, CobaltParams.of(d.cobalt, d.rate_bps, d.overhead_bytes))
             for q in class_queues(profile) if q.cls == "best_effort"
-            for d in [profile.directions()[q.direction]] if d.cobalt]
+            for d in [profile.directions()[q.direction]]
+            if d.cobalt and (d.cobalt.isolation == "flowblind") == (isolation == "flowblind")]
 
 
 def cobalt_entries(profile):
-    """{table: entries}: the law's tables only where a queue has COBALT."""
-    params = [TableEntry(p4.TABLE_COBALT_PARAMS, q.key(), p4.ACTION_SET_COBALT,
-                         {"target_us": c.target_us, "threshold_us": c.threshold_us,
-                          "interval_us": c.interval_us,
-                          "per_interval_q32": c.per_interval_q32(), "ecn": int(c.ecn)})
-              for q, c in cobalt_queues(profile)]
-    return {p4.TABLE_COBALT_PARAMS: params,
-            p4.TABLE_COBALT_LAW: cobalt_law_entries() if params else [],
-            p4.TABLE_COBALT_DECAY: cobalt_decay_entries() if params else []}
+    """{table: entries} of both COBALTs: the law's tables only where a queue
+    has that one."""
+    tables = {}
+    for (params, law, decay), isolation in zip(INSTANCES, ("flowblind", "flows")):
+        entries = [TableEntry(params[0], q.key(), params[1],
+                              {"target_us": c.target_us, "threshold_us": c.threshold_us,
+                               "interval_us": c.interval_us,
+                               "per_interval_q32": c.per_interval_q32(), "ecn": int(c.ecn)})
+                   for q, c in cobalt_queues(profile, isolation)]
+        tables[params[0]] = entries
+        tables[law[0]] = cobalt_law_entries(*law) if entries else []
+        tables[decay[0]] = cobalt_decay_entries(*decay) if entries else []
+    return tables
+
+
+def share(quantum, load):
+    """A flow's quantum shared by its hosts' `load`, as Cake's quantum_div."""
+    return (quantum * (65535 // load)) >> 16
+
+
+def flow_queue_entries(profile):
+    """{table: entries} of a direction with flow isolation: its DRR quantum
+    (a frame of the MTU on the link) and, for triple-isolate, that quantum's
+    share by host load in both controls that refill a flow."""
+    params, shares = [], []
+    for name, d in profile.directions().items():
+        if d.cobalt is None or d.cobalt.isolation == "flowblind":
+            continue
+        quantum = profile.mtu + d.overhead_bytes
+        hosts = d.cobalt.isolation == "triple-isolate"
+        params.append(TableEntry(p4.TABLE_FQ_PARAMS, {"dir": DIRECTION_IDS[name]},
+                                 p4.ACTION_SET_QUANTUM, {"quantum": quantum, "hosts": int(hosts)}))
+        if hosts:
+            shares += [({"dir": DIRECTION_IDS[name], "load": load}, share(quantum, load))
+                       for load in range(1, HOST_LOADS + 1)]
+    tables = {p4.TABLE_FQ_PARAMS: params}
+    for table, action in ((p4.TABLE_FLOW_ENQUEUE_HOST_SHARE_FQ_SHARE,
+                           p4.ACTION_FLOW_ENQUEUE_HOST_SHARE_SHARE_OF),
+                          (p4.TABLE_FLOW_STEP_HOST_SHARE_FQ_SHARE,
+                           p4.ACTION_FLOW_STEP_HOST_SHARE_SHARE_OF)):
+        tables[table] = [TableEntry(table, key, action, {"share": value})
+                         for key, value in shares]
+    return tables

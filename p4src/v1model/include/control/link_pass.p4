@@ -33,6 +33,7 @@
 #include "release_pacing.p4"
 #include "release_departure.p4"
 #include "router_cobalt.p4"
+#include "flow_queues.p4"
 #include "event_report.p4"
 
 control LinkPass(inout headers_t hdr, inout metadata_t meta,
@@ -52,6 +53,8 @@ control LinkPass(inout headers_t hdr, inout metadata_t meta,
     counter(NUM_QUEUES, CounterType.packets_and_bytes) drop_queue;
     @brief("ECT(1) marked CE by the sojourn-time ramp")
     counter(NUM_QUEUES, CounterType.packets) ramp_marks;
+    @brief("marked CE by COBALT")
+    counter(NUM_QUEUES, CounterType.packets) cobalt_marks;
     @brief("dropped: COBALT's CoDel, leaving the router queue")
     counter(NUM_QUEUES, CounterType.packets_and_bytes) drop_codel;
     @brief("dropped: COBALT's BLUE, leaving the router queue")
@@ -102,6 +105,10 @@ control LinkPass(inout headers_t hdr, inout metadata_t meta,
     QueueLastLeave() queue_last_leave;
     RouterAqm() router_aqm;
     RouterCobalt() router_cobalt;
+    FlowParams() flow_params;
+    FlowEnqueue() flow_enqueue;
+    FlowStep() flow_step;
+    FlowLearn() flow_learn;
     DeferredHead() deferred_head;
     DeferredStarted() deferred_started;
     DeferredEnqueue() deferred_enqueue;
@@ -231,8 +238,14 @@ control LinkPass(inout headers_t hdr, inout metadata_t meta,
         // condition a temporary of its own. head, tail and settles are 0
         // unless set here: BMv2 zeroes a header made valid.)
         if (hdr.pass.featured ||
-            hdr.link.pkt.flags & (PKT_OFFERS | PKT_DEFERRED | PKT_AQM_LATE) != 0) {
+            hdr.link.pkt.flags & (PKT_OFFERS | PKT_DEFERRED | PKT_AQM_LATE | PKT_FQ) != 0) {
             link_params.apply(hdr.link);
+            // (A packet queued before a push that took flow isolation away
+            // drains with the default quantum, at the new rate.)
+            if (hdr.link.params.features & FEATURE_FLOWS != 0 ||
+                hdr.link.pkt.flags & PKT_FQ != 0) {
+                flow_params.apply(hdr);
+            }
             if (hdr.link.params.features & FEATURE_DEFERRED != 0 ||
                 hdr.link.pkt.flags & PKT_DEFERRED != 0) {
                 deferred_head.apply(hdr);
@@ -327,7 +340,17 @@ control LinkPass(inout headers_t hdr, inout metadata_t meta,
                         }
                     }
                 }
-                if (!hdr.pass.refused) {
+                if (!hdr.pass.refused && hdr.link.params.features & FEATURE_FLOWS != 0) {
+                    // Into its flow queue; its start is decided when the
+                    // link frees (below).
+                    ecn_capable.apply(hdr.ipv4, hdr.ipv6, hdr.feature.capable,
+                                      hdr.feature.ect1);
+                    flow_enqueue.apply(hdr);
+                    if (!hdr.fq.overflow) {
+                        hdr.link.pkt.flags = hdr.link.pkt.flags |
+                                             (PKT_ADMITTED | PKT_QUEUED | PKT_FQ);
+                    }
+                } else if (!hdr.pass.refused) {
                     if (hdr.link.params.features & FEATURE_PACKET_FAULTS != 0) {
                         random(hdr.feature.rand_reorder, 0, 0xffff);
                         random(hdr.feature.rand_duplicate, 0, 0xffff);
@@ -354,6 +377,9 @@ control LinkPass(inout headers_t hdr, inout metadata_t meta,
                     if (hdr.link.params.features & FEATURE_COBALT != 0 &&
                         hdr.link.pkt.flags & PKT_DEFERRED == 0) {
                         router_cobalt.apply(hdr);
+                        if (hdr.feature.verdict == AQM_SIGNAL) {
+                            cobalt_marks.count(hdr.link.pkt.queue);
+                        }
                     }
                 }
             }
@@ -383,7 +409,7 @@ control LinkPass(inout headers_t hdr, inout metadata_t meta,
                     // its delay is drawn when its start is settled
                     hdr.link.pkt.flags = hdr.link.pkt.flags & ~PKT_AHEAD;
                     deferred_enqueue.apply(hdr);
-                } else {
+                } else if (hdr.link.pkt.flags & PKT_FQ == 0) {
                     link_free.write(hdr.link.pkt.dir, hdr.pass.free);
                     class_free.write(hdr.link.pkt.queue, hdr.feature.cap_free);
                     queue_last_leave.apply(hdr.link.pkt.queue, hdr.link.pkt.leave_us);
@@ -428,7 +454,7 @@ control LinkPass(inout headers_t hdr, inout metadata_t meta,
                 hdr.link.pkt.leave_us = hdr.pass.now;   // settled: it has left
                 hdr.link.pkt.flags = hdr.link.pkt.flags & ~PKT_DEFERRED;
             }
-            if (hdr.link.pkt.flags & PKT_QUEUED != 0 &&
+            if (hdr.link.pkt.flags & (PKT_QUEUED | PKT_FQ) == PKT_QUEUED &&
                 hdr.pass.now >= hdr.link.pkt.leave_us) {
                 leave_queue.apply(hdr);
                 if (hdr.link.pkt.flags & PKT_AQM_LATE != 0 && hdr.pass.waiting == 0) {
@@ -450,8 +476,65 @@ control LinkPass(inout headers_t hdr, inout metadata_t meta,
             }
         }
 
-        // A refused packet (admitted 0) is gone; the rest is the link's.
-        if (hdr.link.pkt.flags & PKT_ADMITTED != 0) {
+        // Flow isolation: a scheduling step once the link is free, and a
+        // queued packet learns whether it starts (flow_queues.p4).
+        if (hdr.link.pkt.flags & PKT_FQ != 0 || (hdr.fq.isValid() && hdr.fq.overflow)) {
+            if (std.instance_type == INSTANCE_TYPE_RECIRC) {
+                link_free.read(hdr.pass.free, hdr.link.pkt.dir);
+            }
+            next_seq.read(hdr.pass.seq, hdr.link.pkt.dir);
+            flow_step.apply(hdr);
+            link_free.write(hdr.link.pkt.dir, hdr.pass.free);
+            next_seq.write(hdr.link.pkt.dir, hdr.pass.seq);
+            if (hdr.link.pkt.flags & PKT_FQ != 0) {
+                flow_learn.apply(hdr);
+                if (!hdr.fq.waiting) {
+                    leave_queue.apply(hdr);
+                    hdr.link.pkt.flags = hdr.link.pkt.flags & ~PKT_FQ;
+                    if (hdr.fq.state == FQ_DROP || hdr.fq.state == FQ_DROP_BLUE) {
+                        hdr.link.pkt.start_us = 0;   // it never gets one
+                        hdr.link.pkt.due_us = 0;
+                        if (hdr.fq.state == FQ_DROP) {
+                            drop_codel.count(hdr.link.pkt.queue);
+                            if (hdr.link.pkt.flags & PKT_LOG != 0) {
+                                log_event(EVENT_DROP_CODEL, hdr.pass.now);
+                            }
+                        } else {
+                            drop_blue.count(hdr.link.pkt.queue);
+                            if (hdr.link.pkt.flags & PKT_LOG != 0) {
+                                log_event(EVENT_DROP_BLUE, hdr.pass.now);
+                            }
+                        }
+                        hdr.link.pkt.flags = hdr.link.pkt.flags & ~PKT_ADMITTED;
+                        mark_to_drop(std);
+                    } else {
+                        hdr.feature.setValid();
+                        hdr.feature.cost = (time_q_t) hdr.fq.bytes *
+                                           (time_q_t) hdr.link.params.byte_cost_q;
+                        set_times.apply(hdr.fq.start, hdr.feature.cost, hdr.link);
+                        hdr.link.pkt.leave_us = hdr.link.pkt.start_us;
+                        hdr.link.pkt.flags = hdr.link.pkt.flags |
+                                             (hdr.link.params.features & FEATURE_LINK_ERRORS == 0 ?
+                                              PKT_LINK_DONE : 0);
+                        if (hdr.fq.state == FQ_MARK) {
+                            ecn_mark.apply(hdr);
+                            cobalt_marks.count(hdr.link.pkt.queue);
+                            hdr.link.pkt.flags = hdr.link.pkt.flags | PKT_MARKED;
+                        }
+                    }
+                }
+            }
+        }
+
+        // A refused packet (admitted 0) is gone; the rest is the link's; a
+        // packet still in its flow queue sleeps until it could start.
+        if (hdr.link.pkt.flags & PKT_FQ != 0) {
+            if (std.egress_spec == 0) {
+                std.egress_spec = hold_port(hdr.link.pkt.ticket);   // no seq yet
+            }
+            hdr.link.pkt.wake_us = (time_us_t) ((hdr.fq.start + TIME_FRAC_MASK) >> TIME_FRAC_BITS);
+            meta.depart_us = hdr.link.pkt.wake_us > hdr.pass.now ? hdr.link.pkt.wake_us : 0;
+        } else if (hdr.link.pkt.flags & PKT_ADMITTED != 0) {
             // The last ARQ due so far is read where it is compared: most
             // passes need none.
             if (hdr.link.pkt.flags & PKT_LINK_DONE == 0 &&

@@ -1,6 +1,6 @@
 // COBALT on an arrival whose direction has it (FEATURE_COBALT): its router
 // queue's state, read and written once, and the verdict applied. A packet
-// marked CE goes on; one to drop keeps its place in the queue but not on the
+// marked CE goes on (LinkPass counts it); one to drop keeps its place in the queue but not on the
 // link, and is dropped when it leaves the queue (LinkPass), unless nothing
 // waits behind it then. A packet that leaves at once is never dropped: it is
 // its queue's last.
@@ -17,8 +17,6 @@ control RouterCobalt(inout headers_t hdr) {
     register<time_us_t>(NUM_QUEUES) cobalt_drop_next;
     register<bit<32>>(NUM_QUEUES) cobalt_p_drop;
     register<time_us_t>(NUM_QUEUES) cobalt_blue_timer;
-    @brief("marked CE by COBALT")
-    counter(NUM_QUEUES, CounterType.packets) cobalt_marks;
 
     Cobalt() cobalt;
     EcnCapable() ecn_capable;
@@ -34,6 +32,7 @@ control RouterCobalt(inout headers_t hdr) {
         ecn_capable.apply(hdr.ipv4, hdr.ipv6, hdr.feature.capable, hdr.feature.ect1);
         cobalt.apply(hdr.pass.now, hdr.link.pkt.leave_us,
                      hdr.link.pkt.flags & PKT_ADMITTED == 0, hdr.pass.waiting == 0,
+                     hdr.link.pkt.flags & PKT_ADMITTED != 0,
                      hdr.feature.capable, hdr.feature.rand_blue, hdr.link,
                      hdr.feature.cobalt, hdr.feature.cobalt_work, hdr.feature.verdict);
         cobalt_count.write(hdr.link.pkt.queue, hdr.feature.cobalt.count);
@@ -44,7 +43,6 @@ control RouterCobalt(inout headers_t hdr) {
 
         if (hdr.feature.verdict == AQM_SIGNAL) {
             ecn_mark.apply(hdr);
-            cobalt_marks.count(hdr.link.pkt.queue);
             hdr.link.pkt.flags = hdr.link.pkt.flags | PKT_MARKED;
         } else if (hdr.feature.verdict != AQM_PASS &&
                    hdr.link.pkt.flags & PKT_QUEUED != 0) {
