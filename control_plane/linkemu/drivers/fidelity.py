@@ -15,8 +15,8 @@ from scapy.utils import RawPcapReader
 from ..program import constants as p4
 from ..switch.codes import byte_cost_q
 from ..switch.entries.cobalt import CobaltParams
-from .aqm_model import CobaltState, ecn_capable, flow_queue_dues
 from ..switch.entries.link_params import buffer_hold_us
+from .aqm_model import CobaltState, ecn_capable, flow_queue_dues
 
 ONE = 1 << p4.TIME_FRAC_BITS
 
