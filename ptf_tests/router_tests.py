@@ -99,6 +99,18 @@ def ecn_frame(seq, ecn, length=1000):
     return Ether(bytes(frame))  # checksum computed with the ECN bits
 
 
+def ecn_burst(test, ecn, first_seq, count, wait):
+    """(sent, received) of `count` frames of ECN codepoint `ecn` sent back
+    to back, captured for `wait` seconds after."""
+    frames = [bytes(ecn_frame(first_seq + i, ecn)) for i in range(count)]
+
+    def send():
+        for frame in frames:
+            test.dataplane.send(0, FIXED_PORT, frame)
+
+    return test.timed(FIXED_PORT, MOBILE, send, wait=wait)
+
+
 def red_averages(red, waiting):
     """RED's average (Q.16) at each arrival of a burst that found `waiting`
     packets queued, in the data plane's arithmetic (red.p4). The queue was
@@ -173,13 +185,7 @@ class EcnTest(LinkemuTest):
     QUEUE_LAG_S = 0.005
 
     def burst(self, ecn, first_seq):
-        frames = [bytes(ecn_frame(first_seq + i, ecn)) for i in range(self.BURST)]
-
-        def send():
-            for frame in frames:
-                self.dataplane.send(0, FIXED_PORT, frame)
-
-        return self.timed(FIXED_PORT, MOBILE, send, wait=self.BURST * 0.008 + 1)
+        return ecn_burst(self, ecn, first_seq, self.BURST, wait=self.BURST * 0.008 + 1)
 
     def assert_signals_follow_red(self, sent, signalled, accepted):
         """The signals after the first (its place depends on the R an
@@ -333,13 +339,7 @@ class CobaltTest(LinkemuTest):
     BURST = 160
 
     def burst(self, ecn, first_seq):
-        frames = [bytes(ecn_frame(first_seq + i, ecn)) for i in range(self.BURST)]
-
-        def send():
-            for frame in frames:
-                self.dataplane.send(0, FIXED_PORT, frame)
-
-        return self.timed(FIXED_PORT, MOBILE, send, wait=self.BURST * 0.002 + 1.5)
+        return ecn_burst(self, ecn, first_seq, self.BURST, wait=self.BURST * 0.002 + 1.5)
 
     def runTest(self):
         self.push({"downlink": self.LINK})
