@@ -576,3 +576,54 @@ class TripleIsolateTest(LinkemuTest):
         self.drain(quiet=1.0)
         lone, busy = self.run_hosts("flows")
         self.assertLess(abs(lone / (lone + busy) - 1 / 5), 0.05, (lone, busy))
+
+
+class FlowSojournRampTest(LinkemuTest):
+    """With flow isolation the sojourn ramp judges a packet's sojourn in its
+    own flow queue: a backlogged ECT(1) flow is marked as its queue grows,
+    a sparse ECT(1) flow beside it never; through one queue (flowblind) the
+    sparse flow's packets wait behind the backlog and are marked."""
+
+    def run_ramp(self, isolation):
+        # 500-byte frames at 1 Mbit/s take 4 ms each: a burst of 60 is a
+        # 240 ms backlog. A sparse frame waits at most a DRR round behind it
+        # (a quantum, three frames) and the frame on the link: 16 ms, below
+        # half the 40 ms target. CoDel never signals (target 4 s).
+        self.push({"downlink": {"rate": "1Mbit", "queue": 1000,
+                                "sojourn_ramp": {"target": "40ms"},
+                                "cobalt": {"isolation": isolation, "target": "4s",
+                                           "interval": "8s"}}})
+        before = self.counters()
+        burst = [bytes(self.ect1_frame(i, 5001)) for i in range(60)]
+        sparse = [(0.05 + 0.04 * k, bytes(self.ect1_frame(100 + k, 5002))) for k in range(4)]
+
+        def send():
+            start = time.time()
+            for frame in burst:
+                self.dataplane.send(0, FIXED_PORT, frame)
+            for at, frame in sparse:
+                time.sleep(max(0.0, start + at - time.time()))
+                self.dataplane.send(0, FIXED_PORT, frame)
+
+        _, received = self.timed(FIXED_PORT, MOBILE, send, wait=65 * 0.004 + 1.0)
+        self.assertEqual(sorted(seqs(received)), list(range(60)) + list(range(100, 104)))
+        marked = [frame_seq(f.data) for f in received if f.data[15] & 3 == 3]
+        self.assertEqual(len(marked), self.counter_delta(before, "ramp_marks", "downlink"))
+        self.assertEqual(self.counter_delta(before, "cobalt_marks", "downlink"), 0)
+        return marked
+
+    @staticmethod
+    def ect1_frame(seq, udp_port):
+        frame = udp_frame(FIXED_PORT, MOBILE, seq, 500, udp_port)
+        frame[IP].tos = 1
+        return Ether(bytes(frame))
+
+    def runTest(self):
+        marked = self.run_ramp("flows")
+        # The burst's frames from the 11th on waited 40 ms or more.
+        self.assertTrue(set(range(12, 60)) <= set(marked), marked)
+        self.assertFalse(set(range(5)) & set(marked), marked)
+        self.assertEqual([seq for seq in marked if seq >= 100], [])
+        self.drain(quiet=0.5)
+        marked = self.run_ramp("flowblind")
+        self.assertEqual([seq for seq in marked if seq >= 100], list(range(100, 104)))

@@ -5,7 +5,7 @@ import pytest
 from linkemu.model.link_states import constant_errors
 from linkemu.model.profile import parse_profile
 from linkemu.program import constants as p4
-from linkemu.switch.codes import CLASS_IDS, byte_cost_q, queue_index, threshold
+from linkemu.switch.codes import CLASS_IDS, DIRECTION_IDS, byte_cost_q, queue_index, threshold
 from linkemu.switch.entities import Ternary
 from linkemu.switch.entries.cobalt import (cobalt_decay_entries, cobalt_entries,
                                            cobalt_law_entries, decay_end, flow_queue_entries,
@@ -18,7 +18,7 @@ from linkemu.switch.entries.packet_faults import packet_fault_entries
 from linkemu.switch.entries.queue_params import class_queues, queue_params_entries
 from linkemu.switch.entries.red import red_curve, red_decay, red_entries
 from linkemu.switch.entries.release import STALL_MARGIN_US, release_entries
-from linkemu.switch.entries.sojourn_ramp import sojourn_ramp
+from linkemu.switch.entries.sojourn_ramp import sojourn_ramp, sojourn_ramp_entries
 from linkemu.switch.entries.traffic_class import traffic_class_entries
 from linkemu.switch.push import push_profile
 
@@ -186,6 +186,22 @@ def test_sojourn_ramp_rises_from_half_the_target_to_the_target():
         assert low == high + 1 and q > p
     for low, high, p in rows[:-1]:
         assert abs(p - ((low + high) / 2 - 2500) / 2500) < 1 / 32
+
+
+def test_sojourn_ramp_goes_where_the_queue_is_judged():
+    """Flow isolation judges a packet's sojourn in its flow queue, when the
+    flow queue is served; one FIFO queue judges it on arrival."""
+    profile = parse_profile({
+        "downlink": {"rate": "10Mbit", "sojourn_ramp": {"target": "5ms"},
+                     "cobalt": {"isolation": "flows"}},
+        "uplink": {"rate": "10Mbit", "sojourn_ramp": {"target": "4ms"}}})
+    tables = sojourn_ramp_entries(profile)
+    fifo = tables[p4.TABLE_LINK_PASS_SOJOURN_RAMP_SOJOURN_RAMP]
+    flows = tables[p4.TABLE_FLOW_STEP_SOJOURN_RAMP_SOJOURN_RAMP]
+    assert {e.match["dir"] for e in fifo} == {DIRECTION_IDS["uplink"]}
+    assert {e.match["dir"] for e in flows} == {DIRECTION_IDS["downlink"]}
+    assert all(e.action == p4.ACTION_FLOW_STEP_SOJOURN_RAMP_MARK_WITH for e in flows)
+    assert len(flows) == len(sojourn_ramp(5000)) and len(fifo) == len(sojourn_ramp(4000))
 
 
 def priority_profile():

@@ -390,8 +390,6 @@ def test_cobalt_needs_a_rate():
 
 @pytest.mark.parametrize("other, value, fragment", [
     ("queue", 5000, "downlink.queue: 5000: with flow isolation at most 4096 packets"),
-    ("sojourn_ramp", {"target": "5ms"},
-     "downlink.sojourn_ramp: cannot be combined with flow isolation"),
     ("arq", {"delay": "100ms", "max_retransmissions": 2},
      "downlink.cobalt.isolation: triple-isolate cannot be combined with arq.in_order"),
 ])

@@ -341,7 +341,7 @@ header fq_pass_h {
     time_us_t  leave_at;
     bit<8>     state;
     bit<2>     list;
-    bit<1>     capable;
+    bit<2>     ecn;         // ECT(1), ECN-capable
     bit<1>     hosts;       // triple-isolate
     bit<1>     bulk;
     bool       overflow;
@@ -352,7 +352,7 @@ header fq_pass_h {
     bool       to_old;
     bool       waiting;
     bool       leaves;
-    bit<3>     pad;         // whole bytes
+    bit<2>     pad;         // whole bytes
 }
 
 // The switch's clock when a controller's probe entered (P4Runtime packet-in

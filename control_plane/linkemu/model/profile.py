@@ -405,9 +405,6 @@ def _direction(section, mtu, base_dir):
         if direction.queue_packets is not None and direction.queue_packets > MAX_FLOW_QUEUED:
             section.problem(section.sub_path("queue"), direction.queue_packets,
                             f"with flow isolation at most {MAX_FLOW_QUEUED} packets")
-        if direction.sojourn_target_us is not None:
-            section.problems.append(f"{section.sub_path('sojourn_ramp')}: cannot be combined "
-                                    "with flow isolation")
         if direction.arq is not None and direction.arq.in_order:
             section.problems.append(f"{section.sub_path('cobalt')}.isolation: "
                                     f"{direction.cobalt.isolation} cannot be combined with "

@@ -193,7 +193,7 @@ DIRECTION = Block("downlink", "One direction of the link; `uplink` has the same 
               "first, as Cake's", "flowblind", "flowblind"),
     )),
     Block("sojourn_ramp", "Marks ECT(1) packets CE with a probability rising with their "
-          "sojourn", (
+          "sojourn in the router queue (with flow isolation: in their flow queue)", (
               Field("target", positive_time_us, "always marked from this sojourn on, never "
                     "below half of it", 1, required=True),
           )),

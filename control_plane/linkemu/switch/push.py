@@ -53,7 +53,7 @@ def profile_entries(profile):
               **red_entries(profile),
               **cobalt_entries(profile),
               **flow_queue_entries(profile),
-              p4.TABLE_SOJOURN_RAMP: sojourn_ramp_entries(profile)}
+              **sojourn_ramp_entries(profile)}
     if profile.states is None:
         tables[p4.TABLE_LINK_STATE] = link_state_entries({d: 0.0 for d in DIRECTION_IDS})
     elif len(profile.states.states) == 1:

@@ -1,5 +1,5 @@
 """SojournRamp: ECT(1) packets marked CE with a probability rising with
-their sojourn in the router queue."""
+their sojourn in the router queue, or in their flow queue."""
 
 from ...program import constants as p4
 from ..codes import DIRECTION_IDS, Q16
@@ -18,10 +18,25 @@ def sojourn_ramp(target_us):
     return rows + [(round(target_us), 2**48 - 1, 1.0)]
 
 
+def isolates_flows(direction):
+    return direction.cobalt is not None and direction.cobalt.isolation != "flowblind"
+
+
+# The two ramps: on arrival for one FIFO queue, when a flow queue is served
+# for flow isolation.
+INSTANCES = ((p4.TABLE_LINK_PASS_SOJOURN_RAMP_SOJOURN_RAMP,
+              p4.ACTION_LINK_PASS_SOJOURN_RAMP_MARK_WITH, False),
+             (p4.TABLE_FLOW_STEP_SOJOURN_RAMP_SOJOURN_RAMP,
+              p4.ACTION_FLOW_STEP_SOJOURN_RAMP_MARK_WITH, True))
+
+
 def sojourn_ramp_entries(profile):
-    return [TableEntry(p4.TABLE_SOJOURN_RAMP,
-                       {"dir": DIRECTION_IDS[name], "sojourn_us": Range(low, high)},
-                       p4.ACTION_MARK_WITH, {"p_q16": round(p * Q16)},
-                       priority=1)
-            for name, direction in profile.directions().items() if direction.sojourn_target_us
-            for low, high, p in sojourn_ramp(direction.sojourn_target_us)]
+    """{table: entries} of both ramps, each direction's in the one its
+    queue has."""
+    return {table: [TableEntry(table, {"dir": DIRECTION_IDS[name],
+                                       "sojourn_us": Range(low, high)},
+                               action, {"p_q16": round(p * Q16)}, priority=1)
+                    for name, direction in profile.directions().items()
+                    if direction.sojourn_target_us and isolates_flows(direction) == flows
+                    for low, high, p in sojourn_ramp(direction.sojourn_target_us)]
+            for table, action, flows in INSTANCES}

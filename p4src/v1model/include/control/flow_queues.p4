@@ -21,6 +21,7 @@
 
 #include "../../../include/headers.p4"
 #include "../../../include/control/cobalt.p4"
+#include "../../../include/control/sojourn_ramp.p4"
 
 const bit<32> FQ_FLOWS = 1024;   // per direction
 const bit<32> FQ_SLOTS = 8192;   // tickets per direction in flight at once
@@ -36,6 +37,7 @@ const bit<8> FQ_START = 1;      // it starts at fq_start
 const bit<8> FQ_MARK = 2;       // it starts, marked CE
 const bit<8> FQ_DROP = 3;       // CoDel dropped it leaving its flow queue
 const bit<8> FQ_DROP_BLUE = 4;  // BLUE did
+const bit<8> FQ_RAMP = 5;       // it starts, marked CE by the sojourn ramp
 
 // Per direction: DRR++'s two lists of flows, the packets queued, tickets.
 register<bit<32>>(NUM_DIRECTIONS) fq_new_head;   // flows by index + 1, FQ_NONE for none
@@ -76,7 +78,7 @@ register<bit<32>>(NUM_DIRECTIONS * FQ_SLOTS) fq_bytes;      // link bytes
 register<bit<32>>(NUM_DIRECTIONS * FQ_SLOTS) fq_flow;       // its flow queue's index
 register<bit<32>>(NUM_DIRECTIONS * FQ_SLOTS) fq_next;       // the next of its flow
 register<bit<32>>(NUM_DIRECTIONS * FQ_SLOTS) fq_before;     // its flow's bytes queued before it
-register<bit<1>>(NUM_DIRECTIONS * FQ_SLOTS) fq_capable;     // ECN-capable
+register<bit<2>>(NUM_DIRECTIONS * FQ_SLOTS) fq_ecn;         // ECT(1), ECN-capable
 register<bit<8>>(NUM_DIRECTIONS * FQ_SLOTS) fq_state;
 register<time_q_t>(NUM_DIRECTIONS * FQ_SLOTS) fq_start;
 register<seq_t>(NUM_DIRECTIONS * FQ_SLOTS) fq_seq;
@@ -223,7 +225,8 @@ control FlowEnqueue(inout headers_t hdr) {
             fq_bytes.write(hdr.fq.slot, hdr.fq.bytes);
             fq_flow.write(hdr.fq.slot, hdr.fq.flow);
             fq_state.write(hdr.fq.slot, FQ_WAITING);
-            fq_capable.write(hdr.fq.slot, hdr.feature.capable ? (bit<1>) 1 : 0);
+            fq_ecn.write(hdr.fq.slot, (hdr.feature.ect1 ? 2w2 : 2w0) |
+                                      (hdr.feature.capable ? 2w1 : 2w0));
             fq_enqueued.read(hdr.fq.before, hdr.fq.flow);
             fq_before.write(hdr.fq.slot, hdr.fq.before);
             fq_enqueued.write(hdr.fq.flow, hdr.fq.before + hdr.fq.bytes);
@@ -280,6 +283,7 @@ control FlowEnqueue(inout headers_t hdr) {
 // COBALT's event instead, in its flow.
 control FlowStep(inout headers_t hdr) {
     Cobalt() cobalt;
+    SojournRamp() sojourn_ramp;
     HostLoads() host_loads;
     HostShare() host_share;
     HostLoadsWrite() host_loads_write;
@@ -396,7 +400,7 @@ control FlowStep(inout headers_t hdr) {
             fq_arrival.read(hdr.fq.arrival, hdr.fq.slot);
             fq_bytes.read(hdr.fq.bytes, hdr.fq.slot);
             fq_next.read(hdr.fq.other, hdr.fq.slot);
-            fq_capable.read(hdr.fq.capable, hdr.fq.slot);
+            fq_ecn.read(hdr.fq.ecn, hdr.fq.slot);
             fq_head.write(hdr.fq.flow, hdr.fq.other);
             hdr.fq.count = hdr.fq.count - 1;
             fq_count.write(hdr.fq.flow, hdr.fq.count);
@@ -432,7 +436,7 @@ control FlowStep(inout headers_t hdr) {
             fq_cobalt_p_drop.read(hdr.feature.cobalt.p_drop, hdr.fq.flow);
             fq_cobalt_blue_timer.read(hdr.feature.cobalt.blue_timer, hdr.fq.flow);
             cobalt.apply(hdr.fq.cobalt_at, hdr.fq.leave_at, hdr.fq.overflow, hdr.fq.empty,
-                         hdr.fq.leaves, hdr.fq.capable == 1, hdr.feature.rand_blue, hdr.link,
+                         hdr.fq.leaves, hdr.fq.ecn & 1 == 1, hdr.feature.rand_blue, hdr.link,
                          hdr.feature.cobalt, hdr.feature.cobalt_work, hdr.feature.verdict);
             fq_cobalt_count.write(hdr.fq.flow, hdr.feature.cobalt.count);
             fq_cobalt_dropping.write(hdr.fq.flow, hdr.feature.cobalt.dropping);
@@ -449,8 +453,19 @@ control FlowStep(inout headers_t hdr) {
                 fq_state.write(hdr.fq.slot, hdr.feature.verdict == AQM_DROP ?
                                             FQ_DROP : FQ_DROP_BLUE);
             } else {
-                fq_state.write(hdr.fq.slot, hdr.feature.verdict == AQM_SIGNAL ?
-                                            FQ_MARK : FQ_START);
+                hdr.fq.state = hdr.feature.verdict == AQM_SIGNAL ? FQ_MARK : FQ_START;
+                if (hdr.fq.state == FQ_START &&
+                    hdr.link.params.features & FEATURE_SOJOURN_RAMP != 0) {
+                    // The ramp on its sojourn in its own flow queue.
+                    random(hdr.feature.rand_ramp, 0, 0xffff);
+                    hdr.feature.sojourn = hdr.fq.start_us - hdr.fq.arrival;
+                    sojourn_ramp.apply(hdr.feature.sojourn, hdr.feature.rand_ramp, hdr.link,
+                                       hdr.feature.ramp_mark);
+                    if (hdr.feature.ramp_mark && hdr.fq.ecn & 2 != 0) {
+                        hdr.fq.state = FQ_RAMP;
+                    }
+                }
+                fq_state.write(hdr.fq.slot, hdr.fq.state);
                 fq_seq.write(hdr.fq.slot, hdr.pass.seq);
                 hdr.pass.seq = hdr.pass.seq + 1;
                 hdr.pass.free = hdr.fq.start + (time_q_t) hdr.fq.bytes *

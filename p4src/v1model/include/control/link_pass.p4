@@ -516,9 +516,13 @@ control LinkPass(inout headers_t hdr, inout metadata_t meta,
                         hdr.link.pkt.flags = hdr.link.pkt.flags |
                                              (hdr.link.params.features & FEATURE_LINK_ERRORS == 0 ?
                                               PKT_LINK_DONE : 0);
-                        if (hdr.fq.state == FQ_MARK) {
+                        if (hdr.fq.state == FQ_MARK || hdr.fq.state == FQ_RAMP) {
                             ecn_mark.apply(hdr);
-                            cobalt_marks.count(hdr.link.pkt.queue);
+                            if (hdr.fq.state == FQ_MARK) {
+                                cobalt_marks.count(hdr.link.pkt.queue);
+                            } else {
+                                ramp_marks.count(hdr.link.pkt.queue);
+                            }
                             hdr.link.pkt.flags = hdr.link.pkt.flags | PKT_MARKED;
                         }
                     }
