@@ -80,3 +80,37 @@ class EventLogTest(LinkemuTest):
             if e.released:
                 self.assertLessEqual(e.arrival_us, e.start_us)
                 self.assertLess(e.start_us, e.due_us)
+
+
+class EventLogSampleTest(LinkemuTest):
+    """A sampled log reports a random share of the packets, spread over the
+    whole run, each with the fate the switch gave it."""
+
+    SAMPLE = 0.25
+    FRAMES = 1600
+
+    def runTest(self):
+        self.push({"downlink": {"rate": "10Mbit", "delay": "5ms", "queue": 100}})
+        before = self.counters()
+        path = self.workdir / "events.csv"
+        recorder = EventRecorder(self.switch, path, sample=self.SAMPLE)
+        with running(recorder):
+            self.send_spaced(FIXED_PORT, MOBILE, self.FRAMES, 0.0005, 200)
+            self.wait_until_idle(before, "downlink", timeout=5)
+        self.assertIsNone(recorder.error)
+        taken = self.counter_delta(before, "link_in", "downlink")
+        self.assertGreater(taken, 0.99 * self.FRAMES)
+        events = sorted((e for e in read_events(path) if e.direction == "downlink"),
+                        key=lambda e: e.arrival_us)
+        # Binomial(1600, 0.25): mean 400, standard deviation 17.3; five of
+        # them either way.
+        mean = taken * self.SAMPLE
+        sd = (taken * self.SAMPLE * (1 - self.SAMPLE)) ** 0.5
+        self.assertLess(abs(len(events) - mean), 5 * sd, len(events))
+        self.assertTrue(all(e.released for e in events))
+        self.assertEqual(len({e.seq for e in events}), len(events))
+        # Spread over the run: each quarter of the sending time has its share.
+        first, last = events[0].arrival_us, events[-1].arrival_us
+        quarters = np.histogram([e.arrival_us for e in events], bins=4, range=(first, last))[0]
+        self.assertTrue(all(abs(q - mean / 4) < 5 * sd / 2 for q in quarters), quarters)
+        self.assertEqual(check_timing(events).early, 0)

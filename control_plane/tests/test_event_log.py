@@ -8,6 +8,7 @@ from linkemu.drivers.event_log import (FIELDS, Event, EventRecorder, check_timin
                                        event_from_digest, outcomes, read_events)
 from linkemu.experiments.runner import RunOnce
 from linkemu.program import constants as p4
+from linkemu.switch.entries.event_log import event_log_entries, skip_q16
 from linkemu.switch.errors import P4RuntimeError
 from linkemu.switch.p4info import P4Info
 from linkemu.switch.p4runtime import Switch
@@ -30,6 +31,16 @@ def test_timing_check_flags_overshoots_and_early_releases():
     assert check.as_dict()["overshoots"] == 1
     assert check_timing([event(1)]).passed
     assert check_timing([]).released == 0
+
+
+def test_timing_check_within_a_share_lets_that_share_overshoot():
+    """`within` 0.99 of 200 released lets 2 overshoot, not 3."""
+    on_time = [event(i) for i in range(197)]
+    late = [event(200 + i, actual=1000 + 20_000) for i in range(3)]
+    assert not check_timing(on_time + late, 10_000, within=0.99).passed
+    assert check_timing(on_time + [event(197)] + late[:2], 10_000, within=0.99).passed
+    assert not check_timing(on_time + [event(197)] + late[:2], 10_000).passed
+    assert check_timing([event(1)], within=0.99).as_dict()["within"] == 0.99
 
 
 def test_outcomes_count_every_cause_per_direction():
@@ -184,14 +195,20 @@ def test_experiments_can_reject_runs_that_fail_the_check():
     assert parse(experiment_data(event_log={})).event_log.threshold_us == 10_000
     assert problems(experiment_data(event_log={"threshold": "0ms", "rejected": 1})) == [
         "event_log.threshold: '0ms': must be longer than 0s",
-        "event_log.rejected: 1: unknown field; allowed: reject, threshold"]
+        "event_log.rejected: 1: unknown field; allowed: reject, sample, threshold, within"]
+    sampled = parse(experiment_data(event_log={"sample": 0.02, "within": 0.99})).event_log
+    assert (sampled.sample, sampled.within) == (0.02, 0.99)
+    assert problems(experiment_data(event_log={"sample": 0, "within": 1.5})) == [
+        "event_log.sample: 0: out of range; allowed (0, 1]",
+        "event_log.within: 1.5: out of range; allowed (0, 1]"]
     run = RunOnce.__new__(RunOnce)
     run.experiment = experiment
     failing = {"event_log": {"timing": check_timing(
         [event(1, actual=1000 + 6000)], 5000).as_dict()}}
     status = run._event_check(failing)
     assert status["status"] == "failed" and failing["status"] == "failed"
-    assert "1 packets released more than 5 ms late (worst 6.0 ms)" in status["error"]
+    assert ("1 of 1 packets released more than 5 ms late (worst 6.0 ms, p99 6.0 ms), 0 early: "
+            "the switch did not keep up") in status["error"]
     passing = {"event_log": {"timing": check_timing([event(1)], 5000).as_dict()}}
     assert run._event_check(passing) is None and "status" not in passing
 
@@ -302,3 +319,11 @@ def test_overshoots_are_counted_by_each_side_and_by_both():
 def Frame_at(frame, event_us, then):
     from linkemu.drivers.fidelity import Frame
     return Frame(event_us / 1e6 + then, frame.data, frame.length)
+
+
+def test_a_sample_skips_the_rest_of_the_packets():
+    """The data plane logs a packet whose 16-bit draw is at least skip_q16."""
+    (entry,) = event_log_entries(("uplink",), sample=0.25)
+    assert entry.match == {"dir": 1} and entry.params == {"skip_q16": 49152}
+    assert event_log_entries(("downlink",))[0].params == {"skip_q16": 0}
+    assert skip_q16(1e-9) == 0xffff

@@ -51,6 +51,22 @@ def test_summary_says_what_it_covers(experiment, tmp_path):
         "gprs-optimal,a,w,t,2,1,1.5,2,2.5,3,2"
 
 
+def test_summary_gives_why_a_run_failed_instead_of_its_figures(experiment, tmp_path):
+    results.prepare(tmp_path, "text")
+    first, second, third = experiment.runs()
+    commit(tmp_path, first, scalars={"t": 1.0})
+    for run in (second, third):
+        work = results.partial_dir(tmp_path, run)
+        work.mkdir(parents=True)
+        results.commit_run(tmp_path, run, work, {
+            "status": "failed", "scalars": {"t": 9.0},
+            "error": "event log: the switch did not keep up"})
+    results.write_summary(experiment, tmp_path)
+    markdown = (tmp_path / "summary.md").read_text()
+    assert "1 runs, 2 failed\n\n- failed: event log: the switch did not keep up\n" in markdown
+    assert "| t | 1 | 1 |" in markdown
+
+
 def checked(statistic="median"):
     return parse_experiment({
         "name": "x", "profiles": ["gprs-optimal"], "tcp": {"a": {}},

@@ -9,7 +9,8 @@ import re
 
 from ..drivers.event_log import OVERSHOOT_US
 from ..model.fields import (RATE_JSON, SIZE_JSON, TIME_JSON, Block, Entries, Field, Kind, Names,
-                            boolean, choice, int_in, positive_time_us, safe_name, text)
+                            boolean, choice, int_in, positive_time_us, safe_name, text,
+                            up_to_one)
 from ..model.schema import node_json
 from ..model.units import format_time_us, parse_rate, parse_size, parse_time_us
 from .apps import INLINE_STARTS, PAGE_MIXES
@@ -188,10 +189,16 @@ EXPERIMENT = Block("", "An experiment file", (
           1, "1"),
     Field("run_timeout", positive_seconds, "a run taking longer fails", 600.0, "600s"),
     Field("keep_captures", boolean, "keep each run's packet captures", False, "false"),
-    Block("event_log", "Log every packet of every run and check its release time", (
+    Block("event_log", "Log every packet of every run, or a random sample, and check its "
+          "release time", (
         Field("threshold", positive_time_us, "a packet released later than this fails the "
               "check", OVERSHOOT_US, format_time_us(OVERSHOOT_US)),
-        Field("reject", boolean, "a failed check fails the run", False, "false"),
+        Field("within", up_to_one("a share of the logged packets"), "the share that must "
+              "be released no later than the threshold", 1.0, "1 (all)"),
+        Field("sample", up_to_one("a share of the packets"), "the share of packets "
+              "logged, drawn at random (the log adds to the switch's load)", 1.0, "1 (all)"),
+        Field("reject", boolean, "a failed check fails the run: the switch did not keep up",
+              False, "false"),
     )),
     Entries("expect", "The study's figures cells of the matrix should reproduce", EXPECTATION),
     Block("short", "A smaller batch: `linkemu experiment run --short`", (

@@ -102,7 +102,8 @@ def count(out_dir, runs):
 
 
 def cell_statistics(experiment, out_dir):
-    """{cell: (runs ok, runs failed, {scalar: summary})} in matrix order."""
+    """{cell: (runs ok, [why each failed run failed], {scalar: summary})} in
+    matrix order."""
     cells = {}
     grouped = defaultdict(list)
     for run in experiment.runs():
@@ -113,7 +114,8 @@ def cell_statistics(experiment, out_dir):
         for metrics in ok:
             for name, value in metrics["scalars"].items():
                 values[name].append(value)
-        failed = sum(1 for m in runs if m and m["status"] != "ok")
+        failed = [m.get("error", "no reason recorded") for m in runs
+                  if m and m["status"] != "ok"]
         cells[cell] = (len(ok), failed, {n: summary(v) for n, v in values.items()})
     return cells
 
@@ -192,7 +194,10 @@ def write_summary(experiment, out_dir):
     lines += _against_study(out_dir, against_study(experiment, cells))
     for (profile, tcp, workload), (ok, failed_runs, statistics) in cells.items():
         lines += [f"## {profile} · {tcp} · {workload}", "",
-                  f"{ok} runs{f', {failed_runs} failed' if failed_runs else ''}", ""]
+                  f"{ok} runs{f', {len(failed_runs)} failed' if failed_runs else ''}", ""]
+        # A failed run reports no figure, only why.
+        lines += [f"- failed: {error}" for error in dict.fromkeys(failed_runs)]
+        lines += [""] if failed_runs else []
         if not statistics:
             continue
         lines += ["| metric | " + " | ".join(STATISTICS) + " |",

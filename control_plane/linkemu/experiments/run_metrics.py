@@ -75,11 +75,12 @@ def compute(experiment, run, work, info):
 def _event_log(path, check, scalars):
     """Outcomes per cause and the release-time check of the run's event log."""
     events = event_log.read_events(path)
-    timing = event_log.check_timing(events, check.threshold_us)
+    timing = event_log.check_timing(events, check.threshold_us, check.within)
     if timing.released:
         scalars["release_error_p99_ms"] = timing.p99_us / 1e3
         scalars["release_error_max_ms"] = timing.max_us / 1e3
-    return {"events": len(events), "outcomes": event_log.outcomes(events),
+    return {"events": len(events), "sample": check.sample,
+            "outcomes": event_log.outcomes(events),
             "timing": timing.as_dict()}
 
 

@@ -171,9 +171,11 @@ class RunOnce:
         timing = metrics.get("event_log", {}).get("timing")
         if check is None or not check.reject or timing is None or timing["passed"]:
             return None
-        error = (f"event log: {timing['overshoots']} packets released more than "
-                 f"{check.threshold_us / 1e3:g} ms late (worst "
-                 f"{timing['error_max_us'] / 1e3:.1f} ms), {timing['early']} early")
+        error = (f"event log: {timing['overshoots']} of {timing['released']} packets "
+                 f"released more than {check.threshold_us / 1e3:g} ms late (worst "
+                 f"{timing['error_max_us'] / 1e3:.1f} ms, p99 "
+                 f"{timing['error_p99_us'] / 1e3:.1f} ms), {timing['early']} early: "
+                 f"the switch did not keep up")
         metrics.update(status="failed", error=error)
         return {"status": "failed", "error": error}
 
@@ -197,9 +199,11 @@ class RunOnce:
         if self.profile.states is not None:
             segments = walk(self.profile.states, seed=self.experiment.seed + self.run.replication)
         try:
-            events = self.work / "events.csv" if self.experiment.event_log else None
+            check = self.experiment.event_log
+            events = self.work / "events.csv" if check else None
             with link_drivers(self.profile, self.grpc_port, segments, self.work / "timeline.csv",
-                              self.work / "rates.csv", events) as drivers:
+                              self.work / "rates.csv", events,
+                              check.sample if check else 1.0) as drivers:
                 for index, flow in enumerate(self.flows):
                     self._start_server(index, flow, hosts)
                 start_unix = time.time()

@@ -301,3 +301,15 @@ def _non_negative_time_us(value):
 
 
 non_negative_time_us = Kind(_non_negative_time_us, "a duration (us, ms, s)", TIME_JSON)
+
+
+def up_to_one(what):
+    """A number in (0, 1]: `what` names it in the error."""
+    def convert(value):
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise ValueError(f"expected {what} in (0, 1]")
+        if not 0 < value <= 1:
+            raise ValueError("out of range; allowed (0, 1]")
+        return float(value)
+    return Kind(convert, f"{what}, above 0 and at most 1",
+                {"type": "number", "exclusiveMinimum": 0, "maximum": 1})

@@ -6,7 +6,7 @@ import math
 
 from .fields import (RATE_JSON, SIZE_JSON, TIME_JSON, Block, Either, Entries, Field, Kind,
                      Names, boolean, choice, int_in, non_negative_time_us, positive_time_us,
-                     safe_name, text)
+                     safe_name, text, up_to_one)
 from .jitter import DISTRIBUTIONS as JITTER_DISTRIBUTIONS, delay_table_kind
 from .rate_schedule import DEFAULT_WINDOW_MS, window_ms
 from .units import format_rate, format_time_us, parse_rate, parse_size, parse_time_us
@@ -71,20 +71,8 @@ open_unit_interval = Kind(_open_unit_interval, "a number above 0 and below 1",
                           {"type": "number", "exclusiveMinimum": 0, "exclusiveMaximum": 1})
 
 
-def _up_to_one(what):
-    """A number in (0, 1]: `what` names it in the error."""
-    def convert(value):
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise ValueError(f"expected {what} in (0, 1]")
-        if not 0 < value <= 1:
-            raise ValueError("out of range; allowed (0, 1]")
-        return float(value)
-    return Kind(convert, f"{what}, above 0 and at most 1",
-                {"type": "number", "exclusiveMinimum": 0, "maximum": 1})
-
-
-max_p = _up_to_one("a probability")
-share = _up_to_one("a fraction of the link rate")
+max_p = up_to_one("a probability")
+share = up_to_one("a fraction of the link rate")
 
 
 def _size(value):

@@ -226,9 +226,10 @@ def _note_network(net):
 
 @contextmanager
 def link_drivers(profile, grpc_port, segments, record_path, rates_path=None,
-                 events_path=None):
+                 events_path=None, event_sample=1.0):
     """Walks the profile's link states, steps its varying rate and records
-    the event log (with `events_path`), each in a thread, over one P4Runtime
+    the event log (with `events_path`, of every packet or a random
+    `event_sample` of them), each in a thread, over one P4Runtime
     connection: the primary, to which the switch sends the log's digests.
     Yields the drivers running, the log already on; with nothing to drive,
     none, and no connection that would take the switch's primacy."""
@@ -246,7 +247,7 @@ def link_drivers(profile, grpc_port, segments, record_path, rates_path=None,
         if rates:
             drivers.append(RateDriver(controller, profile, rates_path))
         if events_path is not None:
-            drivers.append(EventRecorder(controller, events_path))
+            drivers.append(EventRecorder(controller, events_path, sample=event_sample))
         with running(*drivers):
             yield drivers
 

@@ -1,4 +1,4 @@
-"""EventLog: which directions report every packet's fate (drivers.event_log
+"""EventLog: which directions report their packets' fate (drivers.event_log
 reads the reports)."""
 
 from ...program import constants as p4
@@ -6,7 +6,14 @@ from ..codes import DIRECTION_IDS
 from ..entities import TableEntry
 
 
-def event_log_entries(directions):
-    """Entries that make `directions` log every packet's fate."""
+def skip_q16(sample):
+    """The share of packets not logged, of 65536, for a `sample` in (0, 1]."""
+    return min(0xffff, round((1 - sample) * 65536))
+
+
+def event_log_entries(directions, sample=1.0):
+    """Entries that make `directions` log each packet's fate, or a random
+    `sample` of them."""
     return [TableEntry(p4.TABLE_EVENT_LOG, {"dir": DIRECTION_IDS[name]},
-                       p4.ACTION_LOG_EVENTS) for name in directions]
+                       p4.ACTION_LOG_EVENTS, {"skip_q16": skip_q16(sample)})
+            for name in directions]

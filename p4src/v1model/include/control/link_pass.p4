@@ -210,7 +210,8 @@ control LinkPass(inout headers_t hdr, inout metadata_t meta,
             link_free.read(hdr.pass.free, hdr.link.pkt.dir);
             queue_read.apply(hdr);
             release_next.read(hdr.pass.next, hdr.link.pkt.dir);
-            event_log.apply(hdr.pass.now, hdr.link);
+            random(hdr.pass.rand, 0, 0xffff);
+            event_log.apply(hdr.pass.now, hdr.pass.rand, hdr.link);
             hold_limit.apply();
             if (hdr.pass.refused) {
                 drop_hold.count(hdr.link.pkt.dir);
