@@ -489,13 +489,15 @@ class FlowScheduleTest(LinkemuTest):
     frees: replayed on the switch's own arrival instants (its event log),
     the reference model gives every frame the start and due instant the
     switch gave it; and each frame leaves when due, though it learns its
-    turn only then, with 20 ms of delay and with none."""
+    turn only then, with 20 ms of delay and with none, and with a quantum
+    of half a frame (a flow takes two turns a frame)."""
 
     def runTest(self):
-        for delay in ("20ms", "0ms"):
+        for delay, quantum in (("20ms", {}), ("0ms", {}), ("20ms", {"quantum": "300B"})):
             # CoDel never signals here (target 4 s): the schedule alone.
             link = {"rate": "2Mbit", "delay": delay, "queue": 1000,
-                    "cobalt": {"isolation": "flows", "target": "4s", "interval": "8s"}}
+                    "cobalt": {"isolation": "flows", "target": "4s", "interval": "8s",
+                               **quantum}}
             self.push({"downlink": link})
             # Two bursts, then a third flow's frames trickling in while they
             # drain.
@@ -512,14 +514,14 @@ class FlowScheduleTest(LinkemuTest):
                         time.sleep(pause)
                     self.dataplane.send(0, FIXED_PORT, frame)
 
-            path = self.workdir / f"events-{delay}.csv"
+            path = self.workdir / f"events-{delay}-{len(quantum)}.csv"
             recorder = EventRecorder(self.switch, path)
             with running(recorder):
                 sent, received = self.timed(FIXED_PORT, MOBILE, send,
                                             wait=68 * 0.0024 + 1.0)
             events = sorted((e for e in read_events(path) if e.direction == "downlink"),
                             key=lambda e: e.arrival_us)
-            with self.subTest(delay=delay):
+            with self.subTest(delay=delay, **quantum):
                 self.assertIsNone(recorder.error)
                 self.assertEqual(len(received), len(frames))
                 self.assertEqual(len(events), len(frames))

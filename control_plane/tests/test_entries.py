@@ -328,6 +328,10 @@ def test_flow_isolation_takes_the_other_cobalt_and_a_quantum():
         [({"dir": 0}, {"quantum": 1514, "hosts": 0})]
     assert tables[p4.TABLE_FLOW_STEP_HOST_SHARE_FQ_SHARE] == []
     assert link_params_entries(profile)[0].params["features"] == p4.FEATURE_FLOWS
+    given = parse_profile({"downlink": {"rate": "10Mbit",
+                                        "cobalt": {"isolation": "flows", "quantum": "300B"}},
+                           "uplink": {}})
+    assert flow_queue_entries(given)[p4.TABLE_FQ_PARAMS][0].params["quantum"] == 300
 
 
 def test_triple_isolate_shares_the_quantum_by_host_load_as_cake():

@@ -357,8 +357,12 @@ def test_cobalt_defaults_are_cakes():
     ({"target": "0ms"}, "downlink.cobalt.target: '0ms'"),
     ({"interval": -1}, "downlink.cobalt.interval: -1"),
     ({"ecn": "yes"}, "downlink.cobalt.ecn: 'yes': expected true or false"),
-    ({"quantum": 0}, "downlink.cobalt.quantum: 0: unknown field; allowed: ecn, interval, "
-                     "isolation, target"),
+    ({"quantum": "0B", "isolation": "flows"},
+     "downlink.cobalt.quantum: '0B': out of range; allowed 256 B to 65536 B"),
+    ({"quantum": "1MB", "isolation": "flows"}, "downlink.cobalt.quantum: '1MB': out of range"),
+    ({"quantum": "600B"}, "downlink.cobalt.quantum: '600B': a quantum needs flow isolation"),
+    ({"quantom": 600}, "downlink.cobalt.quantom: 600: unknown field; allowed: ecn, interval, "
+                       "isolation, quantum, target"),
     ({"isolation": "triple"}, "downlink.cobalt.isolation: 'triple': expected one of flowblind, "
                                "flows"),
 ])

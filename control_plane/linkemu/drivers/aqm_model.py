@@ -146,12 +146,12 @@ class _FlowQueue:
 def flow_queue_dues(arrivals, direction, marked=None):
     """Due instant (s) of each arriving frame through a direction with flow
     isolation, or None where it is dropped: fq_codel's DRR++ over flow
-    queues with a quantum of a frame of the MTU, each with its COBALT, the
+    queues with the direction's quantum, each with its COBALT, the
     link taking the next packet when it frees (flow_queues.p4). The lists
     start afresh when a packet comes to an idle link. With triple-isolate a
     flow's quantum is shared by the bulk flows of its busier host."""
     cost = byte_cost_q(direction.rate_bps)
-    quantum = direction.cobalt.mtu + direction.overhead_bytes
+    quantum = direction.cobalt.quantum(direction.overhead_bytes)
     by_hosts = direction.cobalt.isolation == "triple-isolate"
     params = CobaltParams.of(direction.cobalt, direction.rate_bps, direction.overhead_bytes)
     flows, lists = {}, {"new": deque(), "old": deque()}

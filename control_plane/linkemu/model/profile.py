@@ -107,11 +107,18 @@ class Cobalt:
     ecn: bool = True
     mtu: int = 1500
     isolation: str = "flowblind"
+    quantum_bytes: int | None = None   # DRR's, with flow isolation; None: a frame
+
+    def quantum(self, overhead_bytes):
+        """DRR's quantum in link bytes: the profile's, or a frame of the MTU
+        on the link."""
+        return self.quantum_bytes or self.mtu + overhead_bytes
 
     def describe(self):
+        quantum = f", quantum {self.quantum_bytes} B" if self.quantum_bytes else ""
         return (f"COBALT target {format_time_us(self.target_us)} interval "
                 f"{format_time_us(self.interval_us)}{'' if self.ecn else ' without ECN'}, "
-                f"{self.isolation}")
+                f"{self.isolation}{quantum}")
 
 
 @dataclass(frozen=True)
@@ -292,7 +299,11 @@ def _cobalt(section, mtu, rate_bps):
     if section is None:
         return None
     cobalt = Cobalt(target_us=section.field("target"), interval_us=section.field("interval"),
-                    ecn=section.field("ecn"), mtu=mtu, isolation=section.field("isolation"))
+                    ecn=section.field("ecn"), mtu=mtu, isolation=section.field("isolation"),
+                    quantum_bytes=section.field("quantum"))
+    if cobalt.quantum_bytes is not None and cobalt.isolation == "flowblind":
+        section.problem(section.sub_path("quantum"), section.data["quantum"],
+                        "a quantum needs flow isolation (isolation: flows or triple-isolate)")
     if cobalt.target_us is not None and cobalt.interval_us is not None \
             and cobalt.target_us >= cobalt.interval_us:
         section.problem(section.sub_path("target"), section.data.get("target", "5ms"),

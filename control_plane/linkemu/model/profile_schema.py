@@ -84,6 +84,20 @@ def _size(value):
 
 size = Kind(_size, "a size above 0 (B, kB, MB)", SIZE_JSON)
 
+# DRR's quantum: below a few hundred bytes a flow takes many rounds (each a
+# pass of the switch) to send one frame; above 64 kB it is no longer fair.
+QUANTUM_MIN, QUANTUM_MAX = 256, 65536
+
+
+def _quantum(value):
+    quantum = parse_size(value)
+    if not QUANTUM_MIN <= quantum <= QUANTUM_MAX:
+        raise ValueError(f"out of range; allowed {QUANTUM_MIN} B to {QUANTUM_MAX} B")
+    return quantum
+
+
+quantum = Kind(_quantum, f"a size, {QUANTUM_MIN} B to {QUANTUM_MAX} B", SIZE_JSON)
+
 
 def _packets(value):
     if isinstance(value, bool) or not isinstance(value, (int, float)) \
@@ -179,6 +193,8 @@ DIRECTION = Block("downlink", "One direction of the link; `uplink` has the same 
               "flow (5-tuple), served by DRR++ as fq_codel does, each with its COBALT; "
               "`triple-isolate`: as flows, the link shared by sender and receiver hosts "
               "first, as Cake's", "flowblind", "flowblind"),
+        Field("quantum", quantum, "with flow isolation: the link bytes a flow sends in its "
+              "turn (DRR's quantum)", None, "a frame of the MTU on the link"),
     )),
     Block("sojourn_ramp", "Marks ECT(1) packets CE with a probability rising with their "
           "sojourn in the router queue (with flow isolation: in their flow queue)", (

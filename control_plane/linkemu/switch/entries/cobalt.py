@@ -158,13 +158,14 @@ def share(quantum, load):
 
 def flow_queue_entries(profile):
     """{table: entries} of a direction with flow isolation: its DRR quantum
-    (a frame of the MTU on the link) and, for triple-isolate, that quantum's
+    (the profile's, or a frame of the MTU on the link) and, for
+    triple-isolate, that quantum's
     share by host load in both controls that refill a flow."""
     params, shares = [], []
     for name, d in profile.directions().items():
         if d.cobalt is None or d.cobalt.isolation == "flowblind":
             continue
-        quantum = profile.mtu + d.overhead_bytes
+        quantum = d.cobalt.quantum(d.overhead_bytes)
         hosts = d.cobalt.isolation == "triple-isolate"
         params.append(TableEntry(p4.TABLE_FQ_PARAMS, {"dir": DIRECTION_IDS[name]},
                                  p4.ACTION_SET_QUANTUM, {"quantum": quantum, "hosts": int(hosts)}))
