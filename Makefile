@@ -8,7 +8,7 @@ PROFILE ?= profiles/ethernet.yaml
 FIXED   ?= 1
 MOBILE  ?= 1
 DEBIAN_PACKAGES := python3-venv mininet iperf3 tcpdump ethtool iproute2 iputils-ping nftables \
-                   clang llvm libbpf-dev bpftool
+                   clang llvm libbpf-dev bpftool munge slurmctld slurmd slurm-client
 P4_TOOLS := tools/install-p4-tools.sh
 
 .PHONY: all setup p4-tools check-tools bf-p4c build constants schemas run experiment ptf test unit bench bench-tcp soak clean
