@@ -300,7 +300,8 @@ def test_cobalt_takes_cakes_parameters_for_the_rate():
     down, up = entries[p4.TABLE_ROUTER_COBALT_COBALT_COBALT_PARAMS]
     assert down.match == {"queue": queue_index("downlink", "best_effort")}
     assert down.params == {"target_us": 5000, "threshold_us": 5000, "interval_us": 100000,
-                           "per_interval_q32": round(2**32 / 100000), "ecn": 1}
+                           "per_interval_q32": round(2**32 / 100000), "ecn": 1,
+                           "generation": 0}
     frame_us = 1520 * 8   # the MTU and its overhead at 1 Mbit/s: 12.16 ms
     assert up.params["target_us"] == round(1.5 * frame_us)
     assert up.params["interval_us"] == round(100000 + 1.5 * frame_us - 5000)
@@ -309,6 +310,8 @@ def test_cobalt_takes_cakes_parameters_for_the_rate():
     assert len(entries[p4.TABLE_ROUTER_COBALT_COBALT_COBALT_LAW]) == \
         len(entries[p4.TABLE_ROUTER_COBALT_COBALT_COBALT_DECAY]) + 1
     assert entries[p4.TABLE_FLOW_STEP_COBALT_COBALT_PARAMS] == []
+    again = cobalt_entries(profile, generation=7)[p4.TABLE_ROUTER_COBALT_COBALT_COBALT_PARAMS]
+    assert [e.params["generation"] for e in again] == [7, 7]
     empty = cobalt_entries(parse_profile({"downlink": {}, "uplink": {}}))
     assert all(entries == [] for entries in empty.values())
 

@@ -179,6 +179,7 @@ struct cobalt_state_t {
     time_us_t drop_next;   // CoDel's next signal; with count 0 its activity timeout
     bit<32>   p_drop;      // BLUE's drop probability, x 2^32
     time_us_t blue_timer;  // BLUE's last change
+    bit<32>   generation;  // the push it belongs to
 }
 
 // COBALT's parameters and law for one packet (Cobalt).
@@ -188,6 +189,7 @@ struct cobalt_work_t {
     bit<64>   interval_us;
     bit<64>   per_interval_q32; // 2^32 / interval_us
     bit<1>    ecn;             // mark ECN-capable packets instead of dropping
+    bit<32>   generation;      // the push the parameters came with
     bit<64>   prev_inv_sqrt_q32; // 1/sqrt(count - 1)
     bit<64>   inv_sqrt_q32;    // 1/sqrt(count), Cake's rec_inv_sqrt
     bit<64>   next_inv_sqrt_q32; // 1/sqrt(count + 1)

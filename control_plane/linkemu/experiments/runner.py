@@ -1,7 +1,7 @@
 """Runs an experiment's batch in Mininet, one network per profile.
 
-Each run: wait until the switch holds nothing, set and read back every
-host's TCP configuration, capture every host's switch port, sample the
+Each run: wait until the switch holds nothing, push the profile afresh,
+set and read back every host's TCP configuration, capture every host's switch port, sample the
 router queues, walk the replication's link-state timeline, start the
 servers, start each client at its offset, wait for the clients, let the
 link drain, stop everything it started (by PID), then compute the metrics.
@@ -23,6 +23,7 @@ from ..drivers.queue_monitor import QueueMonitor
 from ..model.link_states import walk
 from ..switch.counters import read_counters, wait_until_idle
 from ..switch.p4runtime import Switch
+from ..switch.push import push_profile
 from ..testbed import bpf_cc
 from ..testbed.bmv2 import free_tcp_port
 from ..testbed.capture import Capture
@@ -183,6 +184,10 @@ class RunOnce:
 
     def _measure(self):
         self._wait_idle()
+        # The profile afresh: its AQM starts as a new qdisc, so a run does
+        # not depend on the runs before it on this network.
+        with Switch(f"127.0.0.1:{self.grpc_port}") as controller:
+            push_profile(controller, self.profile)
         tcp = self._configure_tcp()
         hosts = {h.name: h for h in self.net.hosts}
         ports = self.net.get("s1").ports_by_number()

@@ -1,6 +1,8 @@
 """Writing to the switch: the program, the port layout and a profile at
 install, and a profile live (push_profile), all or nothing."""
 
+import secrets
+
 from ..model.profile import ProfileError
 from ..program import constants as p4
 from .codes import DIRECTION_IDS
@@ -32,10 +34,11 @@ def install(switch, p4info_path, bmv2_json_path, layout, profile):
     push_profile(switch, profile)
 
 
-def profile_entries(profile):
+def profile_entries(profile, generation=0):
     """{table: entries} of every table a profile sets, in the order they are
     written (queues before the link: a link entry never meets a class
-    without one).
+    without one); `generation` tells the AQM state of this push from an
+    earlier one's.
 
     A profile without link states makes the link error-free, and one with a
     single state gives the link that state's errors for good; with more, the
@@ -51,7 +54,7 @@ def profile_entries(profile):
               p4.TABLE_DELAY_SPIKES: delay_spike_entries(profile),
               p4.TABLE_PACKET_FAULTS: packet_fault_entries(profile),
               **red_entries(profile),
-              **cobalt_entries(profile),
+              **cobalt_entries(profile, generation),
               **flow_queue_entries(profile),
               **sojourn_ramp_entries(profile)}
     if profile.states is None:
@@ -90,11 +93,12 @@ def entry_problems(profile, p4info):
 def push_profile(switch, profile):
     """Changes the link live, all or nothing (a profile the program cannot
     hold is refused before anything is written); packets already held keep
-    their release times."""
+    their release times. COBALT starts afresh, as a new qdisc would: each
+    push is a generation of its own."""
     problems = entry_problems(profile, switch.p4info)
     if problems:
         raise ProfileError(profile.name, problems)
-    switch.sync_tables(profile_entries(profile))
+    switch.sync_tables(profile_entries(profile, generation=secrets.randbits(32)))
 
 
 def set_hold(switch, capacity, timed):

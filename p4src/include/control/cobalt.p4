@@ -17,6 +17,9 @@
 // packet). BLUE's events fall on arrivals: an overflow is the arrival the
 // queue refuses, and the queue is found empty by an arrival.
 //
+// Each push of a profile starts COBALT afresh, as a new qdisc: state of
+// another push's generation reads as a new queue's.
+//
 // Cake's decay is a loop (one step per spacing that has passed); here it is
 // one lookup: with S(c) the sum of 1/sqrt(j) for j < c (cobalt_law), the
 // loop from count c ends at the largest m with S(m) < S(c) - elapsed/interval
@@ -40,12 +43,13 @@ control Cobalt(in time_us_t arrival_us, in time_us_t leave_us, in bool overflow,
                out bit<2> verdict) {
 
     action set_cobalt(time_us_t target_us, time_us_t threshold_us, bit<64> interval_us,
-                      bit<64> per_interval_q32, bit<1> ecn) {
+                      bit<64> per_interval_q32, bit<1> ecn, bit<32> generation) {
         w.target_us = target_us;
         w.threshold_us = threshold_us;
         w.interval_us = interval_us;
         w.per_interval_q32 = per_interval_q32;
         w.ecn = ecn;
+        w.generation = generation;
     }
 
     table cobalt_params {
@@ -89,6 +93,14 @@ control Cobalt(in time_us_t arrival_us, in time_us_t leave_us, in bool overflow,
         verdict = AQM_PASS;
         if (!cobalt_params.apply().hit) {
             return;
+        }
+        if (s.generation != w.generation) {
+            s.count = 0;
+            s.dropping = 0;
+            s.drop_next = 0;
+            s.p_drop = 0;
+            s.blue_timer = 0;
+            s.generation = w.generation;
         }
         if (overflow) {
             if (arrival_us - s.blue_timer > w.target_us) {

@@ -135,15 +135,16 @@ def cobalt_queues(profile, isolation):
             if d.cobalt and (d.cobalt.isolation == "flowblind") == (isolation == "flowblind")]
 
 
-def cobalt_entries(profile):
+def cobalt_entries(profile, generation=0):
     """{table: entries} of both COBALTs: the law's tables only where a queue
-    has that one."""
+    has that one. State of another `generation` reads as a new queue's."""
     tables = {}
     for (params, law, decay), isolation in zip(INSTANCES, ("flowblind", "flows")):
         entries = [TableEntry(params[0], q.key(), params[1],
                               {"target_us": c.target_us, "threshold_us": c.threshold_us,
                                "interval_us": c.interval_us,
-                               "per_interval_q32": c.per_interval_q32(), "ecn": int(c.ecn)})
+                               "per_interval_q32": c.per_interval_q32(), "ecn": int(c.ecn),
+                               "generation": generation})
                    for q, c in cobalt_queues(profile, isolation)]
         tables[params[0]] = entries
         tables[law[0]] = cobalt_law_entries(*law) if entries else []

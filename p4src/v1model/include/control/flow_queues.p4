@@ -66,6 +66,7 @@ register<bit<1>>(NUM_DIRECTIONS * FQ_FLOWS) fq_cobalt_dropping;
 register<time_us_t>(NUM_DIRECTIONS * FQ_FLOWS) fq_cobalt_drop_next;
 register<bit<32>>(NUM_DIRECTIONS * FQ_FLOWS) fq_cobalt_p_drop;
 register<time_us_t>(NUM_DIRECTIONS * FQ_FLOWS) fq_cobalt_blue_timer;
+register<bit<32>>(NUM_DIRECTIONS * FQ_FLOWS) fq_cobalt_generation;
 // Per host (direction x FQ_FLOWS + hashed address): bulk flows, and the
 // epoch they are of (a count of an older epoch is 0).
 register<bit<32>>(NUM_DIRECTIONS * FQ_FLOWS) fq_src_load;
@@ -435,6 +436,7 @@ control FlowStep(inout headers_t hdr) {
             fq_cobalt_drop_next.read(hdr.feature.cobalt.drop_next, hdr.fq.flow);
             fq_cobalt_p_drop.read(hdr.feature.cobalt.p_drop, hdr.fq.flow);
             fq_cobalt_blue_timer.read(hdr.feature.cobalt.blue_timer, hdr.fq.flow);
+            fq_cobalt_generation.read(hdr.feature.cobalt.generation, hdr.fq.flow);
             cobalt.apply(hdr.fq.cobalt_at, hdr.fq.leave_at, hdr.fq.overflow, hdr.fq.empty,
                          hdr.fq.leaves, hdr.fq.ecn & 1 == 1, hdr.feature.rand_blue, hdr.link,
                          hdr.feature.cobalt, hdr.feature.cobalt_work, hdr.feature.verdict);
@@ -443,6 +445,7 @@ control FlowStep(inout headers_t hdr) {
             fq_cobalt_drop_next.write(hdr.fq.flow, hdr.feature.cobalt.drop_next);
             fq_cobalt_p_drop.write(hdr.fq.flow, hdr.feature.cobalt.p_drop);
             fq_cobalt_blue_timer.write(hdr.fq.flow, hdr.feature.cobalt.blue_timer);
+            fq_cobalt_generation.write(hdr.fq.flow, hdr.feature.cobalt.generation);
         }
 
         if (hdr.fq.leaves) {

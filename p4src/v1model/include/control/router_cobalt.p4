@@ -17,6 +17,7 @@ control RouterCobalt(inout headers_t hdr) {
     register<time_us_t>(NUM_QUEUES) cobalt_drop_next;
     register<bit<32>>(NUM_QUEUES) cobalt_p_drop;
     register<time_us_t>(NUM_QUEUES) cobalt_blue_timer;
+    register<bit<32>>(NUM_QUEUES) cobalt_generation;
 
     Cobalt() cobalt;
     EcnCapable() ecn_capable;
@@ -28,6 +29,7 @@ control RouterCobalt(inout headers_t hdr) {
         cobalt_drop_next.read(hdr.feature.cobalt.drop_next, hdr.link.pkt.queue);
         cobalt_p_drop.read(hdr.feature.cobalt.p_drop, hdr.link.pkt.queue);
         cobalt_blue_timer.read(hdr.feature.cobalt.blue_timer, hdr.link.pkt.queue);
+        cobalt_generation.read(hdr.feature.cobalt.generation, hdr.link.pkt.queue);
         random(hdr.feature.rand_blue, 0, 0xffffffff);
         ecn_capable.apply(hdr.ipv4, hdr.ipv6, hdr.feature.capable, hdr.feature.ect1);
         cobalt.apply(hdr.pass.now, hdr.link.pkt.leave_us,
@@ -40,6 +42,7 @@ control RouterCobalt(inout headers_t hdr) {
         cobalt_drop_next.write(hdr.link.pkt.queue, hdr.feature.cobalt.drop_next);
         cobalt_p_drop.write(hdr.link.pkt.queue, hdr.feature.cobalt.p_drop);
         cobalt_blue_timer.write(hdr.link.pkt.queue, hdr.feature.cobalt.blue_timer);
+        cobalt_generation.write(hdr.link.pkt.queue, hdr.feature.cobalt.generation);
 
         if (hdr.feature.verdict == AQM_SIGNAL) {
             ecn_mark.apply(hdr);
