@@ -823,6 +823,17 @@ def run_tcp(quick):
     return {"runs": rows}
 
 
+def run_side_by_side(quick):
+    """The S-WWW page with one network at a time and with a network a core
+    side by side (bench/side_by_side.py)."""
+    try:
+        import mininet.net  # noqa: F401
+    except ImportError as error:
+        return {"skipped": f"Mininet is not installed ({error})"}
+    from side_by_side import measure
+    return measure(4 if quick else 8)
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer cells and frames")
@@ -844,6 +855,7 @@ def main(argv=None):
     report["baseline"] = run_baseline(args.quick)
     report["linkemu"] = run_linkemu(args.quick)
     report["tcp"] = run_tcp(args.quick)
+    report["side_by_side"] = run_side_by_side(args.quick)
     write_report(report, out)
     print(f"report in {out}")
     return 0

@@ -26,6 +26,7 @@ TARGETS = {
 # The share of its link's rate iperf3 must reach through each TCP profile.
 TCP_TARGETS = {"100mbit-10ms": 0.9, "100mbit-80ms": 0.85}
 HELD_TARGET = 10000   # frames held 1 s at once
+SIDE_BY_SIDE_PCT = 2   # a run's page time beside other networks, against alone
 TCP_PROGRAMS = {"forward": "plain forwarding", "minimal_link": "least link model",
                 "linkemu": "linkemu"}
 
@@ -256,7 +257,7 @@ def capacity_targets(report):
                      f"above idle ({name})",
                      f"{most['cores']:.3f} core held, {idle['cores']:.3f} idle",
                      most["cores"] - idle["cores"] <= 0.05, ""))
-    return rows + tcp_targets(report["tcp"])
+    return rows + tcp_targets(report["tcp"]) + side_by_side_targets(report.get("side_by_side"))
 
 
 def tcp_share(run):
@@ -290,6 +291,64 @@ def tcp_targets(tcp):
                      f"{note}; {emu['congestion']}, buffers of at least "
                      f"{(emu['buffer_bytes'] or 0) / 1e6:.1f} MB"))
     return rows
+
+
+def _page_deviation(result):
+    """Each side-by-side run's page time against the same run alone, %."""
+    return {run: 100 * (side["page_s"] - result["alone"][run]["page_s"])
+            / result["alone"][run]["page_s"]
+            for run, side in result["side_by_side"].items() if run in result["alone"]}
+
+
+def side_by_side_targets(result):
+    """[(target, measured, met, note)]: a run's figures do not depend on the
+    networks beside it while each switch has a core."""
+    if result is None:
+        return []
+    target = (f"a network a core side by side: each run's page time within "
+              f"{SIDE_BY_SIDE_PCT} % of the same run one network at a time")
+    if "skipped" in result:
+        return [(target, "not measured", False, result["skipped"])]
+    deviation = _page_deviation(result)
+    worst = max(deviation.values(), key=abs)
+    return [(target + f" ({result['networks']} networks, {result['cores']} cores)",
+             f"worst {worst:+.2f} % of {len(deviation)} runs",
+             abs(worst) <= SIDE_BY_SIDE_PCT and len(deviation) == result["replications"],
+             "release error p99, worst run: "
+             f"{_worst(result['alone'], 'release_error_p99_ms')} ms alone, "
+             f"{_worst(result['side_by_side'], 'release_error_p99_ms')} ms side by side")]
+
+
+def _worst(runs, key):
+    values = [r[key] for r in runs.values() if r[key] is not None]
+    return f"{max(values):.2f}" if values else "-"
+
+
+def side_by_side_lines(result):
+    """The side-by-side section: every run's page time and release error."""
+    lines = ["", "## Networks side by side (`experiment run --jobs N`)", ""]
+    if result is None:
+        return []
+    if "skipped" in result:
+        return lines + [f"Not measured: {result['skipped']}."]
+    lines += [f"The S-WWW page s+2s over the error-free optimal GPRS link, "
+              f"{result['replications']} runs with one network at a time, then with "
+              f"{result['networks']} side by side ({result['cores']} cores), every packet "
+              "logged; the page time at the client and the release error from each run's "
+              "event log.", "",
+              "| run | page s alone | side by side | difference % | release error p99 ms "
+              "alone / side by side | max |", "|---|---|---|---|---|---|"]
+    deviation = _page_deviation(result)
+    for run, alone in result["alone"].items():
+        side = result["side_by_side"].get(run)
+        if side is None:
+            continue
+        lines.append(f"| {run} | {alone['page_s']:.3f} | {side['page_s']:.3f} | "
+                     f"{deviation[run]:+.2f} | {alone['release_error_p99_ms']:.2f} / "
+                     f"{side['release_error_p99_ms']:.2f} | "
+                     f"{alone['release_error_max_ms']:.2f} / "
+                     f"{side['release_error_max_ms']:.2f} |")
+    return lines
 
 
 def _mbits(run):
@@ -591,6 +650,7 @@ def markdown(report):
                                        base["lanes"]["held_cpu"],
                                        base["lanes_in_order"]["held_cpu"])]
     lines += tcp_lines(report["tcp"])
+    lines += side_by_side_lines(report.get("side_by_side"))
     lines += event_log_lines(emu.get("event_log", []))
     arq = emu["arq"]
     lines += ["", "## ARQ holds (700 ms per retransmission), error ms", "",

@@ -649,3 +649,27 @@ def test_the_event_log_run_checks_the_cell_against_its_captures_and_the_saturate
     # late.
     assert abs(check["difference_p50_ms"] - 0.21) < 0.002
     assert abs(check["capture_p50_ms"] - 0.31) < 0.002
+
+
+def side_run(page_s, p99):
+    return {"page_s": page_s, "release_error_p99_ms": p99, "release_error_max_ms": 2 * p99}
+
+
+def test_networks_side_by_side_are_judged_run_by_run_against_the_same_run_alone():
+    data = results()
+    data["side_by_side"] = {
+        "networks": 2, "cores": 2, "replications": 2,
+        "alone": {"a_r00": side_run(4.5, 0.4), "a_r01": side_run(4.6, 0.5)},
+        "side_by_side": {"a_r00": side_run(4.59, 0.3), "a_r01": side_run(4.6, 0.6)}}
+    (row,) = [r for r in report.capacity_targets(data) if r[0].startswith("a network a core")]
+    assert row == ("a network a core side by side: each run's page time within 2 % of the "
+                   "same run one network at a time (2 networks, 2 cores)",
+                   "worst +2.00 % of 2 runs", True,
+                   "release error p99, worst run: 0.50 ms alone, 0.60 ms side by side")
+    data["side_by_side"]["side_by_side"]["a_r00"] = side_run(4.6, 0.3)
+    assert not [r for r in report.capacity_targets(data)
+                if r[0].startswith("a network a core")][0][2]
+    text = report.markdown(data)
+    assert "| a_r01 | 4.600 | 4.600 | +0.00 | 0.50 / 0.60 | 1.00 / 1.20 |" in text
+    data["side_by_side"] = {"skipped": "Mininet is not installed"}
+    assert "Not measured: Mininet is not installed." in report.markdown(data)

@@ -26,6 +26,7 @@ from .switch.ports import Port, PortLayout
 from .switch.push import entry_problems, install, push_profile
 from .testbed import bpf_cc, leftovers
 from .testbed.bmv2 import GET_TOOLS, SWITCH_TOOLS, hold_warnings, missing_tools
+from .testbed.slots import MAX_SLOTS
 
 
 P4INFO = "build/linkemu.p4info.txtpb"
@@ -266,7 +267,7 @@ def _experiment_run(args):
             out = shards.folder(out, args.shard.index, args.shard.count)
         experiment = shards.share(experiment, args.shard)
     setLogLevel("warning")
-    runner.run_batch(experiment, out, Path(args.file).read_text())
+    runner.run_batch(experiment, out, Path(args.file).read_text(), args.jobs)
     return _report(experiment, out, "the same command retries them and keeps the finished ones")
 
 
@@ -367,6 +368,13 @@ def _count(text):
     return value
 
 
+def _jobs(text):
+    value = _count(text)
+    if value > MAX_SLOTS:
+        raise argparse.ArgumentTypeError(f"{value}: at most {MAX_SLOTS} networks at once")
+    return value
+
+
 def _port(text):
     try:
         return Port.parse(text)
@@ -462,6 +470,10 @@ def build_parser():
                                 help="only shard K of N (K from 1 to N), chosen by run id; "
                                      "its results go to OUT/shards/K-of-N, OUT as above "
                                      "(--out: there instead)")
+    experiment_run.add_argument("--jobs", type=_jobs, default=1, metavar="N",
+                                help="up to N runs at once, each in a network of its own "
+                                     "(its switch on a core of its own; warns when N is "
+                                     "over the cores); results as with 1")
     experiment_run.set_defaults(run=_experiment_run)
     experiment_merge = experiment_commands.add_parser(
         "merge", help="join the results folders of a batch's shards into one")

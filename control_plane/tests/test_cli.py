@@ -234,7 +234,7 @@ def runs_batches_with(run_batch, tmp_path, monkeypatch):
 def test_experiment_run_fails_a_complete_batch_that_misses(capsys, tmp_path, monkeypatch,
                                                            elapsed, status, verdict, code,
                                                            message):
-    def run_batch(experiment, out, text):
+    def run_batch(experiment, out, text, jobs):
         results.prepare(out, text)
         for run, seconds, state in zip(experiment.runs(), elapsed, ("ok", status)):
             work = results.partial_dir(out, run)
@@ -255,7 +255,7 @@ def test_experiment_run_fails_a_complete_batch_that_misses(capsys, tmp_path, mon
 
 def test_a_complete_shard_passes_and_leaves_the_expectations_to_the_merge(capsys, tmp_path,
                                                                           monkeypatch):
-    def run_batch(experiment, out, text):
+    def run_batch(experiment, out, text, jobs):
         results.prepare(out, text)
         for run in experiment.runs():
             work = results.partial_dir(out, run)
@@ -270,3 +270,21 @@ def test_a_complete_shard_passes_and_leaves_the_expectations_to_the_merge(capsys
     out = Path("results/e/shards/2-of-2")
     assert f"{out}: 1 of 1 runs of shard 2/2 complete, 0 failed" in capsys.readouterr().out
     assert [p.name for p in (out / "runs").iterdir()] == ["smix1-e0_a_w_r01"]
+
+
+def test_experiment_run_takes_the_networks_to_run_side_by_side(capsys, tmp_path, monkeypatch):
+    asked = []
+
+    def run_batch(experiment, out, text, jobs):
+        asked.append(jobs)
+        results.prepare(out, text)
+
+    runs_batches_with(run_batch, tmp_path, monkeypatch)
+    file = str(checked_experiment(tmp_path))
+    for jobs in ([], ["--jobs", "2"], ["--jobs", "64"]):
+        main(["experiment", "run", file, "--out", str(tmp_path / "out"), *jobs])
+    assert asked == [1, 2, 64]
+    for jobs, refusal in (("0", "0: at least 1"), ("65", "65: at most 64 networks at once")):
+        with pytest.raises(SystemExit):
+            main(["experiment", "run", file, "--out", str(tmp_path / "out"), "--jobs", jobs])
+        assert refusal in capsys.readouterr().err

@@ -75,6 +75,43 @@ def test_clean_stops_what_a_dead_process_left_and_nothing_else(records):
         kept.wait()
 
 
+def test_a_forked_child_records_only_what_it_makes(records):
+    sleeper = subprocess.Popen(["sleep", "60"])
+    try:
+        leftovers.note_process(sleeper, "parent's")
+        child = os.fork()
+        if child == 0:   # the child notes one thing of its own, and exits on the spot
+            leftovers.forked()
+            leftovers.note_interface("lo")
+            os._exit(0)
+        os.waitpid(child, 0)
+        record = json.loads((records / f"made-{child}.json").read_text())
+        assert (record["processes"], [i["name"] for i in record["interfaces"]]) == ([], ["lo"])
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+
+
+def test_clean_skips_a_process_another_cleaner_stopped_first(records, monkeypatch):
+    sleeper = subprocess.Popen(["sleep", "60"])
+    try:
+        write_record(records, dead_process(), processes=[
+            {"pid": sleeper.pid, "started": leftovers.started(sleeper.pid), "name": "sleep"}])
+
+        kill = os.kill
+
+        def quicker(pid, signum):   # the other cleaner stops it in between
+            kill(pid, signal.SIGKILL)
+            sleeper.wait()
+            raise ProcessLookupError
+
+        monkeypatch.setattr(leftovers.os, "kill", quicker)
+        assert leftovers.clean() == [f"process sleep (pid {sleeper.pid})"]
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+
+
 def test_clean_skips_an_interface_or_table_made_again_under_the_same_name(records):
     lo = leftovers.ifindex("lo")
     write_record(records, dead_process(),

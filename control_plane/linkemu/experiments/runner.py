@@ -1,4 +1,6 @@
-"""Runs an experiment's batch in Mininet, one network per profile.
+"""Runs an experiment's batch in Mininet: one network serves a profile's runs
+in a row, and up to N networks run side by side, each in a network slot of
+its own (linkemu.testbed.slots) and, beyond one, each in a process of its own.
 
 Each run: wait until the switch holds nothing, push the profile afresh,
 set and read back every host's TCP configuration, capture every host's switch port, sample the
@@ -9,14 +11,17 @@ A run's folder is written under a temporary name and renamed when
 complete, so an interrupted batch resumes without redoing finished runs.
 """
 
+import multiprocessing
+import os
 import shutil
+import signal
 import subprocess
 import sys
 import threading
 import time
 import traceback
-from dataclasses import asdict
-from itertools import groupby
+from dataclasses import asdict, dataclass
+from multiprocessing.connection import wait
 from pathlib import Path
 
 from ..drivers.queue_monitor import QueueMonitor
@@ -24,10 +29,10 @@ from ..model.link_states import walk
 from ..switch.counters import read_counters, wait_until_idle
 from ..switch.p4runtime import Switch
 from ..switch.push import push_profile
-from ..testbed import bpf_cc
-from ..testbed.bmv2 import free_tcp_port
+from ..testbed import bpf_cc, leftovers
 from ..testbed.capture import Capture
-from ..testbed.emunet import SwitchDied, emulated_link, link_drivers
+from ..testbed.emunet import SwitchDied, emulated_link, link_drivers, linkemu_switch
+from ..testbed.slots import NetworkSlot, shared_cores_warning
 from . import plots, results, run_metrics, tcp_config
 
 FIRST_PORT = 5001
@@ -70,50 +75,236 @@ def _clock(seconds):
     return f"{hours}:{minutes:02d}:{seconds:02d}" if hours else f"{minutes}:{seconds:02d}"
 
 
-def run_batch(experiment, out_dir, source_text):
-    """Runs what is not yet done; returns (completed, failed) run counts."""
+def run_batch(experiment, out_dir, source_text, jobs=1):
+    """Runs what is not yet done, up to `jobs` runs at once, each in a
+    network of its own; returns (completed, failed) run counts."""
     out_dir = Path(out_dir)
     results.prepare(out_dir, source_text)
     runs = experiment.runs()
     pending = [r for r in runs if not results.is_complete(out_dir, r)]
-    progress = Progress(len(runs), len(runs) - len(pending))
+    batch = Batch(experiment, out_dir, pending, Progress(len(runs), len(runs) - len(pending)))
     if not pending:
         print(f"{out_dir}: all {len(runs)} runs are done", file=sys.stderr)
+    jobs = max(1, min(jobs, len(pending)))
+    warning = shared_cores_warning(jobs)
+    if warning:
+        print(f"linkemu: warning: {warning}", file=sys.stderr, flush=True)
     # linkemu's own congestion controls that pending runs name, registered
-    # while a network is up (and this process lives).
+    # while the batch runs (by this process: the slots' processes share it).
     users = tcp_config.bpf_controls({name: experiment.tcp[name] for name in
                                      {r.tcp for r in pending}})
     controls = {control: f"tcp config {', '.join(names)}"
                 for control, names in users.items()}
-    for profile_name, group in groupby(pending, key=lambda r: r.profile):
-        profile = experiment.profiles[profile_name]
-        left = list(group)
-        while left:   # a switch that dies fails its run; the rest go on with a new one
-            once = None
-            try:
-                grpc_port = free_tcp_port()
-                with (bpf_cc.registered(controls),
-                      emulated_link(profile, experiment.fixed, experiment.mobile, grpc_port,
-                                    drive=False) as net):
-                    net.staticArp()  # no ARP exchange over the slow link inside a run
-                    # Reads only: each run's drivers stay primary, and get its digests.
-                    with Switch(f"127.0.0.1:{grpc_port}", primary=False) as switch:
-                        while left:
-                            once = RunOnce(experiment, left.pop(0), net, switch, grpc_port,
-                                           out_dir)
-                            ok = once.execute()
-                            progress.update(once.run.run_id, ok)
-                            once = None
-            except SwitchDied as err:
-                if once is None:
-                    raise   # between runs, where nothing can have failed: never
-                once.fail(str(err))
-                progress.update(once.run.run_id, False)
-                print(f"{once.run.run_id}: {err}; the batch goes on with a new switch",
-                      file=sys.stderr, flush=True)
-        results.write_summary(experiment, out_dir)
+    with bpf_cc.registered(controls):
+        if jobs == 1:
+            run_slot(NetworkSlot(), experiment, out_dir, batch)
+        else:
+            _run_side_by_side(experiment, out_dir, batch, jobs)
     results.write_summary(experiment, out_dir)
     return results.count(out_dir, runs)
+
+
+class Batch:
+    """The runs left, handed out to the network slots as they ask: a slot
+    gets the first run left of its network's profile, so that one network
+    serves them all, else the first run left. The summary (always in run
+    order) is written whenever a network comes down."""
+
+    def __init__(self, experiment, out_dir, pending, progress):
+        self.experiment = experiment
+        self.out_dir = out_dir
+        self.left = list(pending)
+        self.progress = progress
+
+    def next(self, profile):
+        """The next run for a slot whose network has `profile` (None: no
+        network); None when none is left."""
+        run = next((r for r in self.left if r.profile == profile),
+                   self.left[0] if self.left else None)
+        if run is not None:
+            self.left.remove(run)
+        return run
+
+    def done(self, run, ok):
+        self.progress.update(run.run_id, ok)
+
+    def network_down(self):
+        results.write_summary(self.experiment, self.out_dir)
+
+    def stop(self):
+        """Hands out no more runs."""
+        self.left.clear()
+
+
+def run_slot(slot, experiment, out_dir, batch):
+    """Runs the runs `batch` hands out on networks in network slot `slot`,
+    one network for the runs of a profile in a row. A switch that dies
+    fails its run; the slot goes on with a new one."""
+    run = batch.next(None)
+    while run is not None:
+        profile = run.profile
+        once = None
+        try:
+            with emulated_link(experiment.profiles[profile], experiment.fixed,
+                               experiment.mobile, slot.grpc_port, drive=False, slot=slot,
+                               thrift_port=slot.thrift_port) as net:
+                net.staticArp()  # no ARP exchange over the slow link inside a run
+                # Reads only: each run's drivers stay primary, and get its digests.
+                with Switch(f"127.0.0.1:{slot.grpc_port}", primary=False) as switch:
+                    while run is not None and run.profile == profile:
+                        once = RunOnce(experiment, run, net, switch, slot.grpc_port, out_dir)
+                        batch.done(run, once.execute())
+                        once = None
+                        run = batch.next(profile)
+        except SwitchDied as err:
+            if once is None:
+                raise   # between runs, where nothing can have failed: never
+            once.fail(str(err))
+            batch.done(once.run, False)
+            print(f"{once.run.run_id}: {err}; the batch goes on with a new switch",
+                  file=sys.stderr, flush=True)
+            run = batch.next(profile)
+        batch.network_down()
+
+
+@dataclass
+class _SlotProcess:
+    slot: NetworkSlot
+    process: multiprocessing.Process
+    run: object = None     # the run it was handed last, until it says it is done
+    error: str = None      # why it failed, as it said
+
+
+def _run_side_by_side(experiment, out_dir, batch, jobs):
+    """Runs `batch` in `jobs` network slots, each in a process of its own
+    forked from this one, which keeps the batch and hands out the runs. A
+    slot's process that dies in a run (killed) fails that run; what it made
+    is cleaned and a new process takes the slot. A slot that fails stops
+    the batch once the other slots' runs are done."""
+    fork = multiprocessing.get_context("fork")
+    slots = {}   # our end of a slot's pipe: _SlotProcess
+
+    def start(slot):
+        ours, theirs = fork.Pipe()
+        process = fork.Process(target=_slot_process, name=f"network slot {slot.number}",
+                               args=(slot, experiment, out_dir, theirs))
+        process.start()
+        theirs.close()
+        slots[ours] = _SlotProcess(slot, process)
+
+    ended = []
+    try:
+        for number in range(jobs):
+            slot = NetworkSlot(number, jobs)
+            print(f"network slot {number}: switch {slot.switch_name} on core "
+                  f"{slot.switch_core()}, P4Runtime 127.0.0.1:{slot.grpc_port}, Thrift "
+                  f"{slot.thrift_port}", file=sys.stderr, flush=True)
+            start(slot)
+        while slots:
+            for connection in wait(list(slots)):
+                held = slots[connection]
+                try:
+                    message = connection.recv()
+                except (EOFError, OSError):   # it ended
+                    del slots[connection]
+                    connection.close()
+                    held.process.join()
+                    ended.append(held)
+                    if held.process.exitcode != 0 and held.error is None:
+                        _killed(held, out_dir, batch, start)
+                    continue
+                if message[0] == "next":
+                    held.run = batch.next(message[1])
+                    try:
+                        connection.send(held.run)
+                    except OSError:
+                        pass   # it died asking: its end is read next, and fails the run
+                elif message[0] == "done":
+                    batch.done(held.run, message[1])
+                    held.run = None
+                elif message[0] == "down":
+                    batch.network_down()
+                else:   # "failed"
+                    held.error = message[1]
+                    batch.stop()
+    finally:
+        for held in slots.values():   # this process is being stopped: so are they
+            held.process.terminate()
+        for held in slots.values():
+            held.process.join()
+    errors = [held.error for held in ended if held.error]
+    if errors:
+        raise RuntimeError("; ".join(errors))
+
+
+def _killed(held, out_dir, batch, start):
+    """After a slot's process died without a word: cleans what it made; the
+    run it was in fails, and a new process takes the slot."""
+    why = f"{held.process.name}'s process (pid {held.process.pid}) " + (
+        f"was killed by signal {-held.process.exitcode}" if held.process.exitcode < 0
+        else f"exited with code {held.process.exitcode}")
+    leftovers.clean_before_building(prefix=f"{held.process.name}: ")
+    if held.run is None:
+        print(f"linkemu: {why}, between runs", file=sys.stderr, flush=True)
+        return
+    fail_run(out_dir, held.run, why)
+    batch.done(held.run, False)
+    print(f"{held.run.run_id}: {why}; the batch goes on with a new process",
+          file=sys.stderr, flush=True)
+    if batch.left:
+        start(held.slot)
+
+
+def _slot_process(slot, experiment, out_dir, connection):
+    """A network slot's process: runs what the batch's process hands it."""
+    leftovers.forked()
+    leftovers.exit_on_termination()
+    signal.signal(signal.SIGINT, signal.SIG_IGN)   # Ctrl-C is the batch's process's to act on
+    try:
+        run_slot(slot, experiment, out_dir, _BatchOverPipe(connection))
+    except Exception as err:
+        traceback.print_exc()
+        connection.send(("failed", f"network slot {slot.number}: {type(err).__name__}: {err}"))
+        sys.exit(1)
+
+
+class _BatchOverPipe:
+    """The batch as a slot's process sees it, over a pipe to the batch's
+    process. When that process is gone no run is left."""
+
+    def __init__(self, connection):
+        self.connection = connection
+        self.parent = os.getppid()
+
+    def next(self, profile):
+        try:
+            self.connection.send(("next", profile))
+            while not self.connection.poll(1.0):
+                if os.getppid() != self.parent:
+                    return None
+            return self.connection.recv()
+        except (EOFError, OSError):
+            return None
+
+    def done(self, run, ok):
+        self._tell("done", ok)
+
+    def network_down(self):
+        self._tell("down")
+
+    def _tell(self, *message):
+        try:
+            self.connection.send(message)
+        except OSError:
+            pass   # the batch's process is gone; the run is in its folder all the same
+
+
+def fail_run(out_dir, run, error):
+    """Records `run` failed with `error`, its measurement cut short."""
+    work = results.partial_dir(out_dir, run)
+    work.mkdir(parents=True, exist_ok=True)
+    results.commit_run(out_dir, run, work, {"run": asdict(run), "status": "failed",
+                                            "error": error})
 
 
 class RunOnce:
@@ -162,8 +353,7 @@ class RunOnce:
 
     def fail(self, error):
         """Records the run failed with `error`, its measurement cut short."""
-        results.commit_run(self.out_dir, self.run, self.work,
-                           {"run": asdict(self.run), "status": "failed", "error": error})
+        fail_run(self.out_dir, self.run, error)
 
     def _event_check(self, metrics):
         """A failed status when the experiment rejects runs whose event log
@@ -190,7 +380,7 @@ class RunOnce:
             push_profile(controller, self.profile)
         tcp = self._configure_tcp()
         hosts = {h.name: h for h in self.net.hosts}
-        ports = self.net.get("s1").ports_by_number()
+        ports = linkemu_switch(self.net).ports_by_number()
         captures = [Capture(ports[int(name[1:])], "inout", self.work / f"{name}.pcap")
                     for name in hosts]
         before = read_counters(self.switch)

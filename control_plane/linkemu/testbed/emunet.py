@@ -4,7 +4,8 @@
 
 With one host a side this is h1 (fixed) - s1 - h2 (mobile). Every host is a
 Mininet host (its own network namespace) in 10.0.0.0/8, with checksum
-offload off and the profile's MTU.
+offload off and the profile's MTU. The switch is s1 in network slot 0, and
+its slot's name in another (linkemu.testbed.slots).
 """
 
 import os
@@ -31,6 +32,7 @@ from ..switch.push import install, push_profile, set_hold
 from . import leftovers
 from .network_lock import only_network
 from .p4switch import LinkemuSwitch
+from .slots import NetworkSlot
 from .veth import host_interface_commands
 
 # The compiled program of this checkout (the package is installed editable).
@@ -53,15 +55,20 @@ WARM_UP_TIMEOUT_S = 10
 
 
 class LinkTopo(Topo):
-    def build(self, fixed=1, mobile=1):
-        switch = self.addSwitch("s1")
+    def build(self, fixed=1, mobile=1, switch="s1"):
+        switch = self.addSwitch(switch)
         for i in range(1, fixed + mobile + 1):
             host = self.addHost(f"h{i}", ip=f"10.0.0.{i}/8", mac=f"00:00:00:00:00:{i:02x}")
             self.addLink(host, switch, port2=i)
 
 
+def linkemu_switch(net):
+    """The network's one switch (LinkemuSwitch)."""
+    return net.switches[0]
+
+
 def port_layout(net, fixed):
-    s1 = net.get("s1")
+    s1 = linkemu_switch(net)
 
     def port(host):
         return Port(s1.ports[s1.connectionsTo(host)[0][0]], host.MAC())
@@ -119,7 +126,7 @@ def watched(bmv2, interval_s=0.2):
 @contextmanager
 def emulated_link(profile, fixed=1, mobile=1, grpc_port=9559, segments=None,
                   record_path=None, rates_path=None, events_path=None, drive=True,
-                  install=None):
+                  install=None, slot=NetworkSlot(), thrift_port=None):
     """Starts the network with `profile` installed, its link-state timeline
     walking (drawn from the profile's seed, or `segments` when given,
     recorded to `record_path`), its rate changing over time (recorded to
@@ -128,14 +135,16 @@ def emulated_link(profile, fixed=1, mobile=1, grpc_port=9559, segments=None,
     `net.drivers` (none when `drive` is false and the caller drives with
     link_drivers()). `install(controller, layout, profile)` puts another
     program on the switch instead of linkemu (a benchmark's baseline; it
-    takes no drivers)."""
+    takes no drivers). The network takes network slot `slot`, whose switch
+    name and cores it has; the switch's Thrift port is `thrift_port`, or
+    any free one."""
     if fixed < 1 or mobile < 1 or fixed + mobile > 254:
         raise ValueError("need at least one host on each side and at most 254 hosts")
-    with only_network():
+    with only_network(slot.number):
         leftovers.clean_before_building(prefix="*** ")
-        yield from _emulated_link(profile, fixed, mobile, grpc_port, segments, record_path,
-                                  rates_path, events_path, drive and install is None,
-                                  install)
+        yield from _emulated_link(profile, fixed, mobile, grpc_port, thrift_port, slot,
+                                  segments, record_path, rates_path, events_path,
+                                  drive and install is None, install)
 
 
 def _install_linkemu(controller, net, fixed, profile):
@@ -143,7 +152,7 @@ def _install_linkemu(controller, net, fixed, profile):
     frames the warm-up put through."""
     install(controller, BUILD / "linkemu.p4info.txtpb", BUILD / "linkemu.json",
             port_layout(net, fixed), WARM_UP_LINK)
-    bmv2 = net.get("s1").bmv2
+    bmv2 = linkemu_switch(net).bmv2
     set_hold(controller, bmv2.hold_capacity, bmv2.timed)
     warmed = warm_up(controller, net, fixed)
     push_profile(controller, profile)
@@ -151,12 +160,14 @@ def _install_linkemu(controller, net, fixed, profile):
     return warmed
 
 
-def _emulated_link(profile, fixed, mobile, grpc_port, segments, record_path, rates_path,
-                   events_path, drive, install):
-    net = Mininet(topo=LinkTopo(fixed=fixed, mobile=mobile), controller=None,
-                  switch=lambda name, **kw: LinkemuSwitch(name, grpc_port=grpc_port,
-                                                          mtu=profile.mtu, **kw),
-                  autoSetMacs=False, build=False)
+def _emulated_link(profile, fixed, mobile, grpc_port, thrift_port, slot, segments,
+                   record_path, rates_path, events_path, drive, install):
+    def switch(name, **params):
+        return LinkemuSwitch(name, grpc_port=grpc_port, mtu=profile.mtu,
+                             thrift_port=thrift_port, cpu=slot.switch_core(), **params)
+
+    net = Mininet(topo=LinkTopo(fixed=fixed, mobile=mobile, switch=slot.switch_name),
+                  controller=None, switch=switch, autoSetMacs=False, build=False)
     made = []
     try:
         net.build()
@@ -164,10 +175,10 @@ def _emulated_link(profile, fixed, mobile, grpc_port, segments, record_path, rat
         for host in net.hosts:
             quiet_host(host, profile.mtu)
         net.start()
-        s1 = net.get("s1")
+        s1 = linkemu_switch(net)
         for host in net.hosts:
-            # Commands a host runs inherit its shell's cores: keep them off the switch's.
-            os.sched_setaffinity(host.pid, s1.bmv2.other_cores())
+            # Commands a host runs inherit its shell's cores: keep them off the switches'.
+            os.sched_setaffinity(host.pid, slot.host_cores())
         with Switch(f"127.0.0.1:{grpc_port}") as controller:
             if install:
                 install(controller, port_layout(net, fixed), profile)
@@ -217,7 +228,7 @@ def _note_network(net):
     for node in net.hosts + net.switches:
         leftovers.note_process(node.shell, node.name)
         made.append(("processes", {"pid": node.pid}))
-    for name in net.get("s1").intfNames():
+    for name in linkemu_switch(net).intfNames():
         if name != "lo":
             leftovers.note_interface(name)
             made.append(("interfaces", {"name": name}))

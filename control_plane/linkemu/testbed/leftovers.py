@@ -72,6 +72,14 @@ def note(kind, **identity):
         _write()
 
 
+def forked():
+    """Starts a forked child's own record, empty: what its parent made
+    stays in the parent's alone."""
+    global _lock, _made
+    _lock = threading.Lock()   # the parent's may have been held by one of its threads
+    _made = {kind: [] for kind in KINDS}
+
+
 def forget(kind, **key):
     """Drops what this process took down itself from its record."""
     with _lock:
@@ -124,12 +132,15 @@ def clean_before_building(prefix=""):
 def _stop(pid, start, timeout_s=5.0):
     if started(pid) != start:
         return False
-    os.kill(pid, signal.SIGTERM)
-    deadline = time.monotonic() + timeout_s
-    while started(pid) == start and time.monotonic() < deadline:
-        time.sleep(0.05)
-    if started(pid) == start:
-        os.kill(pid, signal.SIGKILL)
+    try:   # another cleaner (a network slot building beside this one) may be quicker
+        os.kill(pid, signal.SIGTERM)
+        deadline = time.monotonic() + timeout_s
+        while started(pid) == start and time.monotonic() < deadline:
+            time.sleep(0.05)
+        if started(pid) == start:
+            os.kill(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
     return True
 
 
