@@ -11,7 +11,7 @@ DEBIAN_PACKAGES := python3-venv mininet iperf3 tcpdump ethtool iproute2 iputils-
                    clang llvm libbpf-dev bpftool munge slurmctld slurmd slurm-client
 P4_TOOLS := tools/install-p4-tools.sh
 
-.PHONY: all setup p4-tools check-tools bf-p4c build constants schemas run experiment ptf test unit bench bench-tcp soak clean
+.PHONY: all setup p4-tools check-tools bf-p4c tofino-controls build constants schemas run experiment ptf test unit bench bench-tcp soak clean
 
 all: build
 
@@ -40,6 +40,11 @@ check-tools:
 # resume): it checks that the link model compiles for Tofino.
 bf-p4c:
 	@tools/install-bf-p4c.sh
+
+# Which architecture-neutral controls bf-p4c takes for Tofino as they are
+# (docs/targets.md).
+tofino-controls:
+	$(PYTHON) tools/tofino/check_controls.py
 
 # The benchmark's baselines: plain port-to-port forwarding, a bare
 # recirculation hold loop, that loop in a program of linkemu's shape, the
