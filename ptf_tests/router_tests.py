@@ -171,6 +171,31 @@ def central_interval(law, mass):
         int(np.searchsorted(cumulative, 1 - tail, side="left"))
 
 
+class RedAfreshTest(LinkemuTest):
+    """A push starts RED afresh: after a load that keeps the average above
+    max_th (every arrival dropped), the same profile pushed again passes a
+    light load, where the old average, barely decayed, would drop it."""
+
+    # 200-byte frames take 16 ms at 100 kbit/s; the idle decay counts in
+    # 1500-byte packet times (120 ms): 0.95 a packet time.
+    LINK = {"rate": "100kbit", "queue": 6,
+            "red": {"min": 1, "max": 3, "max_p": 0.5, "weight": 0.05, "mean_packet": "1500B"}}
+
+    def runTest(self):
+        self.push({"downlink": self.LINK})
+        before = self.counters()
+        self.send_spaced(FIXED_PORT, MOBILE, 60, 0.004, length=200)
+        self.wait_until_idle(before, "downlink", timeout=5)
+        self.assertGreater(self.counter_delta(before, "drop_aqm", "downlink"), 10)
+        self.push({"downlink": self.LINK})
+        before = self.counters()
+        self.send_spaced(FIXED_PORT, MOBILE, 3, 0.03, length=200)
+        self.wait_until_idle(before, "downlink", timeout=5)
+        self.assertEqual(self.counter_delta(before, "drop_aqm", "downlink"), 0)
+        self.assertEqual(self.counter_delta(before, "link_out", "downlink"), 3)
+        self.drain(quiet=0.3)
+
+
 class EcnTest(LinkemuTest):
     """RED marks ECN-capable packets CE (with a valid IPv4 checksum) instead
     of dropping them, and drops packets that are not ECN-capable, as often

@@ -260,6 +260,8 @@ def test_red_entries_are_keyed_by_class():
     best_effort = queue_index("downlink", "best_effort")
     assert [e.match for e in params] == [{"queue": best_effort}]
     assert all(e.match["queue"] == best_effort for e in entries[p4.TABLE_RED_CURVE])
+    again = red_entries(priority_profile(), generation=9)[p4.TABLE_RED_PARAMS]
+    assert [e.params["generation"] for e in again] == [9]
 
 
 def test_packet_faults_are_thresholds_per_direction_and_a_feature():

@@ -169,6 +169,7 @@ struct red_state_t {
     bit<64> avg;      // Q.16, packets or bytes
     bit<32> count;    // arrivals since the last signal, within the curve
     bit<32> target;   // R x 65536
+    bit<32> generation;   // the push it belongs to
 }
 
 // A router queue's COBALT state between packets (the architecture glue
@@ -214,6 +215,7 @@ struct red_work_t {
     bit<64> weight;       // w x 2^24
     bit<64> factor;       // decay, Q.16
     bit<32> p_b;          // Q.16
+    bit<32> generation;   // the push the parameters came with
     bit<1>  bytes_mode;
 }
 

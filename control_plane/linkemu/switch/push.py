@@ -53,7 +53,7 @@ def profile_entries(profile, generation=0):
               p4.TABLE_JITTER: jitter_entries(profile),
               p4.TABLE_DELAY_SPIKES: delay_spike_entries(profile),
               p4.TABLE_PACKET_FAULTS: packet_fault_entries(profile),
-              **red_entries(profile),
+              **red_entries(profile, generation),
               **cobalt_entries(profile, generation),
               **flow_queue_entries(profile),
               **sojourn_ramp_entries(profile)}
@@ -93,8 +93,8 @@ def entry_problems(profile, p4info):
 def push_profile(switch, profile):
     """Changes the link live, all or nothing (a profile the program cannot
     hold is refused before anything is written); packets already held keep
-    their release times. COBALT starts afresh, as a new qdisc would: each
-    push is a generation of its own."""
+    their release times. RED and COBALT start afresh, as a new qdisc would:
+    each push is a generation of its own."""
     problems = entry_problems(profile, switch.p4info)
     if problems:
         raise ProfileError(profile.name, problems)

@@ -7,7 +7,9 @@
 // table, with "drop everything" above max_th (2 x max_th when gentle). Between
 // marks, a packet is signalled when count x p_b reaches a uniform random R
 // drawn after the previous mark: the spacing of classic RED's
-// p_a = p_b / (1 - count x p_b), uniform on 1 .. 1/p_b.
+// p_a = p_b / (1 - count x p_b), uniform on 1 .. 1/p_b. Each push of a
+// profile starts RED afresh: state of another push's generation reads as a
+// new queue's.
 #ifndef LINKEMU_RED_P4
 #define LINKEMU_RED_P4
 
@@ -19,16 +21,17 @@ control Red(in bit<32> queue_pkts, in bit<32> queue_bytes, in time_us_t idle_us,
             in bit<16> rand, inout link_meta_t m, inout red_state_t s,
             inout red_work_t w, out bit<2> verdict, out bool ecn) {
 
-    action set_red(bit<1> bytes, bit<32> weight_q24, bit<1> use_ecn) {
+    action set_red(bit<1> bytes, bit<32> weight_q24, bit<1> use_ecn, bit<32> generation) {
         w.bytes_mode = bytes;
         w.weight = (bit<64>) weight_q24;
         ecn = use_ecn == 1;
+        w.generation = generation;
     }
 
     table red_params {
         key = { m.pkt.queue : exact @name("queue"); }
         actions = { set_red; }
-        const default_action = set_red(0, 0, 0);   // no RED: a miss
+        const default_action = set_red(0, 0, 0, 0);   // no RED: a miss
         size = NUM_QUEUES;
     }
 
@@ -70,6 +73,12 @@ control Red(in bit<32> queue_pkts, in bit<32> queue_bytes, in time_us_t idle_us,
         ecn = false;
         if (!red_params.apply().hit) {
             return;
+        }
+        if (s.generation != w.generation) {
+            s.avg = 0;
+            s.count = 0;
+            s.target = 0;
+            s.generation = w.generation;
         }
         bit<64> q = ((bit<64>) (w.bytes_mode == 1 ? queue_bytes : queue_pkts)) << 16;
         if (queue_pkts == 0) {

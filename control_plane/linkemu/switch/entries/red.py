@@ -56,8 +56,9 @@ def red_decay(red, rate_bps):
     return [(a, b - 1, factor((a + b) / 2)) for a, b in zip(bounds, bounds[1:]) if b > a]
 
 
-def red_entries(profile):
-    """Entries of the three RED tables, for the queues with RED."""
+def red_entries(profile, generation=0):
+    """Entries of the three RED tables, for the queues with RED. State of
+    another `generation` reads as a new queue's."""
     entries = {p4.TABLE_RED_PARAMS: [], p4.TABLE_RED_CURVE: [], p4.TABLE_RED_DECAY: []}
     for queue in class_queues(profile):
         red = queue.red
@@ -70,7 +71,7 @@ def red_entries(profile):
         entries[p4.TABLE_RED_PARAMS].append(TableEntry(
             p4.TABLE_RED_PARAMS, key, p4.ACTION_SET_RED,
             {"bytes": int(red.mode == "bytes"), "weight_q24": weight_q24,
-             "use_ecn": int(red.ecn)}))
+             "use_ecn": int(red.ecn), "generation": generation}))
         for low, high, p_b in red_curve(red):
             action, params = ((p4.ACTION_DROP_ALL, {}) if p_b is None else
                               (p4.ACTION_SIGNAL_WITH,

@@ -67,6 +67,7 @@ control RouterAqm(inout headers_t hdr, inout standard_metadata_t std) {
     register<bit<64>>(NUM_QUEUES) red_avg;
     register<bit<32>>(NUM_QUEUES) red_count;
     register<bit<32>>(NUM_QUEUES) red_target;
+    register<bit<32>>(NUM_QUEUES) red_generation;
     @brief("dropped: RED (not ECN-capable, or above max_th)")
     counter(NUM_QUEUES, CounterType.packets_and_bytes) drop_aqm;
     @brief("of which ECN-capable (above max_th, or ECN off)")
@@ -83,6 +84,7 @@ control RouterAqm(inout headers_t hdr, inout standard_metadata_t std) {
         red_avg.read(hdr.feature.aqm.avg, hdr.link.pkt.queue);
         red_count.read(hdr.feature.aqm.count, hdr.link.pkt.queue);
         red_target.read(hdr.feature.aqm.target, hdr.link.pkt.queue);
+        red_generation.read(hdr.feature.aqm.generation, hdr.link.pkt.queue);
         random(hdr.feature.rand_aqm, 0, 0xffff);
         hdr.feature.idle = hdr.pass.now - hdr.feature.empty_since;
         red.apply(hdr.pass.waiting, hdr.pass.waiting_bytes,
@@ -92,6 +94,7 @@ control RouterAqm(inout headers_t hdr, inout standard_metadata_t std) {
         red_avg.write(hdr.link.pkt.queue, hdr.feature.aqm.avg);
         red_count.write(hdr.link.pkt.queue, hdr.feature.aqm.count);
         red_target.write(hdr.link.pkt.queue, hdr.feature.aqm.target);
+        red_generation.write(hdr.link.pkt.queue, hdr.feature.aqm.generation);
         ecn_capable.apply(hdr.ipv4, hdr.ipv6, hdr.feature.capable, hdr.feature.ect1);
         if (hdr.feature.verdict == AQM_SIGNAL && hdr.feature.use_ecn &&
             hdr.feature.capable) {
