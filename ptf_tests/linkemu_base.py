@@ -182,16 +182,21 @@ class LinkemuTest(BaseTest):
     def send_spaced(self, src, dst, count, interval, length=100, first_seq=0, at_start=None):
         """Sends `count` frames `interval` seconds apart (0: back to back);
         calls at_start() just before the first goes."""
-        frames = [bytes(udp_frame(src, dst, seq, length))
-                  for seq in range(first_seq, first_seq + count)]
+        frames = [(i * interval, bytes(udp_frame(src, dst, first_seq + i, length)))
+                  for i in range(count)]
         if at_start:
             at_start()
+        self.send_schedule(src, frames)
+
+    def send_schedule(self, port, schedule):
+        """Sends each (at, frame) of `schedule`, in order, `at` seconds after
+        the first goes."""
         start = time.time()
-        for i, frame in enumerate(frames):
-            pause = start + i * interval - time.time()
+        for at, frame in schedule:
+            pause = start + at - time.time()
             if pause > 0:
                 time.sleep(pause)
-            testutils.send_packet(self, src, frame)
+            testutils.send_packet(self, port, frame)
 
     def set_port_rate(self, port, frames_per_s):
         """BMv2's egress queue of `port` sends at most `frames_per_s` (set

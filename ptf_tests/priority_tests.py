@@ -148,15 +148,11 @@ class PriorityUnderOverloadTest(LinkemuTest):
                 for n, offset in enumerate((0.040, 0.090))]
         schedule.sort(key=lambda item: item[0])
 
-        def send():
-            start = time.time()
-            for at, frame in schedule:
-                time.sleep(max(0.0, start + at - time.time()))
-                self.send(FIXED_PORT, frame)
-
         before = self.counters()
         # After the last arrival the 8 queued best-effort frames drain.
-        sent, received = self.timed(FIXED_PORT, MOBILE, send, wait=8 * be_tx + 0.050 + 0.5)
+        sent, received = self.timed(FIXED_PORT, MOBILE,
+                                    lambda: self.send_schedule(FIXED_PORT, schedule),
+                                    wait=8 * be_tx + 0.050 + 0.5)
         self.assert_on_time(sent, received, profile(downlink=link).downlink)
 
         best_effort_sent = 9 + 2 * self.CYCLES

@@ -511,16 +511,8 @@ class FlowIsolationTest(LinkemuTest):
                        [(i * 0.0025, 10000 + i, 5002) for i in range(int(self.SECONDS / 0.0025))] +
                        [(0.6, 20000, 5003)])
         frames = [(at, bytes(flow_frame(seq, port))) for at, seq, port in sends]
-
-        def send():
-            start = time.time()
-            for at, frame in frames:
-                pause = start + at - time.time()
-                if pause > 0:
-                    time.sleep(pause)
-                self.dataplane.send(0, FIXED_PORT, frame)
-
-        _, received = self.timed(FIXED_PORT, MOBILE, send, wait=3.0)
+        _, received = self.timed(FIXED_PORT, MOBILE,
+                                 lambda: self.send_schedule(FIXED_PORT, frames), wait=3.0)
         first = received[0].ts
         window = [f for f in received if 0.3 <= f.ts - first <= self.SECONDS]
         a = sum(1 for f in window if frame_seq(f.data) < 10000)
@@ -572,18 +564,11 @@ class FlowScheduleTest(LinkemuTest):
             self.push({"downlink": link})
             frames = [(at, bytes(flow_frame(seq, port, length=600))) for at, seq, port in sends]
 
-            def send():
-                start = time.time()
-                for at, frame in frames:
-                    pause = start + at - time.time()
-                    if pause > 0:
-                        time.sleep(pause)
-                    self.dataplane.send(0, FIXED_PORT, frame)
-
             path = self.workdir / f"events-{delay}-{len(quantum)}.csv"
             recorder = EventRecorder(self.switch, path)
             with running(recorder):
-                sent, received = self.timed(FIXED_PORT, MOBILE, send,
+                sent, received = self.timed(FIXED_PORT, MOBILE,
+                                            lambda: self.send_schedule(FIXED_PORT, frames),
                                             wait=68 * 0.0024 + 1.0)
             events = sorted((e for e in read_events(path) if e.direction == "downlink"),
                             key=lambda e: e.arrival_us)
@@ -623,13 +608,7 @@ class TripleIsolateTest(LinkemuTest):
                 frame = udp_frame(FIXED_PORT, port, 1000 * n + i, 1000, udp_port)
                 frame[IP].src = source
                 frames.append((i * 0.0025, n, bytes(Ether(bytes(frame)))))
-        frames.sort()
-        start = time.time()
-        for at, _, frame in frames:
-            pause = start + at - time.time()
-            if pause > 0:
-                time.sleep(pause)
-            self.dataplane.send(0, FIXED_PORT, frame)
+        self.send_schedule(FIXED_PORT, [(at, frame) for at, _, frame in sorted(frames)])
         # The backlog drains in some 4 s; by then the other port's frames
         # wait in the test's queue.
         got = {lone: self.receive(lone, len(frames), timeout=self.SECONDS + 4.0)}
@@ -662,19 +641,12 @@ class FlowSojournRampTest(LinkemuTest):
                                 "cobalt": {"isolation": isolation, "target": "4s",
                                            "interval": "8s"}}})
         before = self.counters()
-        burst = [bytes(self.ect1_frame(i, 5001)) for i in range(60)]
-        sparse = [(0.05 + 0.04 * k, bytes(self.ect1_frame(100 + k, 5002))) for k in range(4)]
-
-        def send():
-            start = time.time()
-            for frame in burst:   # 0.3 ms apart: back to back, BMv2 loses some
-                self.dataplane.send(0, FIXED_PORT, frame)
-                time.sleep(0.0003)
-            for at, frame in sparse:
-                time.sleep(max(0.0, start + at - time.time()))
-                self.dataplane.send(0, FIXED_PORT, frame)
-
-        _, received = self.timed(FIXED_PORT, MOBILE, send, wait=65 * 0.004 + 1.0)
+        # The burst 0.3 ms apart: back to back, BMv2 loses some.
+        schedule = ([(0.0003 * i, bytes(self.ect1_frame(i, 5001))) for i in range(60)] +
+                    [(0.05 + 0.04 * k, bytes(self.ect1_frame(100 + k, 5002))) for k in range(4)])
+        _, received = self.timed(FIXED_PORT, MOBILE,
+                                 lambda: self.send_schedule(FIXED_PORT, schedule),
+                                 wait=65 * 0.004 + 1.0)
         drops = {name: self.counter_delta(before, name, "downlink")
                  for name in ("link_in", "drop_queue", "drop_codel", "drop_blue", "drop_hold")}
         self.assertEqual(sorted(seqs(received)), list(range(60)) + list(range(100, 104)), drops)

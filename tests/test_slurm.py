@@ -17,6 +17,7 @@ import yaml
 
 from conftest import environment, mininet
 from linkemu import cli
+from linkemu.testbed import leftovers
 
 ROOT = Path(__file__).resolve().parent.parent
 SLURM_TOOLS = ("munged", "slurmctld", "slurmd", "sbatch", "squeue", "sinfo", "scancel")
@@ -124,12 +125,7 @@ def cluster():
         if daemons:
             subprocess.run(["scancel", "--full", "--user=root"], env=env, capture_output=True)
             for daemon in reversed(daemons):
-                daemon.terminate()
-                try:
-                    daemon.wait(timeout=15)
-                except subprocess.TimeoutExpired:
-                    daemon.kill()
-                    daemon.wait()
+                leftovers.stop_child(daemon, timeout_s=15)
         shutil.rmtree(folder, ignore_errors=True)
 
 

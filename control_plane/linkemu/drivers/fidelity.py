@@ -119,7 +119,7 @@ def model_due(arrivals, direction, marked=None):
     strict priority: a best-effort frame leaves its queue when the buffer has
     room for it behind what the link and its rate cap still owe and no
     priority frame has claimed the link first."""
-    if direction.cobalt is not None and direction.cobalt.isolation != "flowblind":
+    if direction.isolates_flows:
         return flow_queue_dues(arrivals, direction, marked)
     cost = byte_cost_q(direction.rate_bps)
     buffer, hold_q = direction.send_buffer or 0, buffer_hold_us(direction) * ONE

@@ -538,13 +538,7 @@ class RunOnce:
 
     def _stop_processes(self):
         for process in self.processes:
-            if process.poll() is None:
-                process.terminate()
-                try:
-                    process.wait(timeout=5)
-                except subprocess.TimeoutExpired:
-                    process.kill()
-                    process.wait()
+            leftovers.stop_child(process)
         self.processes = []
 
 

@@ -160,6 +160,12 @@ class Direction:
     rate_schedule: object = None   # rate_schedule.RateSteps or RateTrace
     send_buffer: int | None = None  # link send buffer, bytes (None: none)
 
+    @property
+    def isolates_flows(self):
+        """Its router queue is split into flow queues (COBALT's flows or
+        triple-isolate)."""
+        return self.cobalt is not None and self.cobalt.isolation != "flowblind"
+
     def describe(self):
         rate = "unlimited" if self.rate_bps is None else format_rate(self.rate_bps)
         text = (f"rate {rate}, delay {format_time_us(self.delay_us)}, "
@@ -412,7 +418,7 @@ def _direction(section, mtu, base_dir):
     if direction.rate_schedule is not None and direction.priority is not None:
         section.problems.append(f"{section.sub_path('priority')}: cannot be combined with a "
                                 "rate that changes over time")
-    if direction.cobalt is not None and direction.cobalt.isolation != "flowblind":
+    if direction.isolates_flows:
         if direction.queue_packets is not None and direction.queue_packets > MAX_FLOW_QUEUED:
             section.problem(section.sub_path("queue"), direction.queue_packets,
                             f"with flow isolation at most {MAX_FLOW_QUEUED} packets")

@@ -11,7 +11,6 @@ import functools
 import mmap
 import os
 import shutil
-import signal
 import socket
 import subprocess
 import time
@@ -249,14 +248,8 @@ class SimpleSwitchGrpc:
 
     def stop(self, timeout=5.0):
         """Stops exactly the process this object started, then lifts its guard."""
-        if self.process is not None and self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
-            try:
-                self.process.wait(timeout)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
         if self.process is not None:
+            leftovers.stop_child(self.process, timeout)
             leftovers.forget("processes", pid=self.process.pid)
         self.process = None
         self.guard.remove()

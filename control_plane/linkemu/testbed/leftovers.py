@@ -129,6 +129,18 @@ def clean_before_building(prefix=""):
         print(f"{prefix}removed {thing}, left by a killed run", file=sys.stderr)
 
 
+def stop_child(process, timeout_s=5.0):
+    """Stops a child this process started (a subprocess.Popen): SIGTERM,
+    then SIGKILL after `timeout_s`."""
+    if process.poll() is None:
+        process.terminate()
+        try:
+            process.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
 def _stop(pid, start, timeout_s=5.0):
     if started(pid) != start:
         return False

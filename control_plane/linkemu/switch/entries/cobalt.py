@@ -126,26 +126,26 @@ def cobalt_decay_entries(table, action):
             for count, low, high in zip(counts, sums, uppers)]
 
 
-def cobalt_queues(profile, isolation):
-    """[(queue, CobaltParams)] of every router queue COBALT watches with
-    flow isolation `isolation`."""
+def cobalt_queues(profile, flows):
+    """[(queue, CobaltParams)] of every router queue COBALT watches, with
+    flow isolation or (`flows` false) without."""
     return [(q, CobaltParams.of(d.cobalt, d.rate_bps, d.overhead_bytes))
             for q in class_queues(profile) if q.cls == "best_effort"
             for d in [profile.directions()[q.direction]]
-            if d.cobalt and (d.cobalt.isolation == "flowblind") == (isolation == "flowblind")]
+            if d.cobalt and d.isolates_flows == flows]
 
 
 def cobalt_entries(profile, generation=0):
     """{table: entries} of both COBALTs: the law's tables only where a queue
     has that one. State of another `generation` reads as a new queue's."""
     tables = {}
-    for (params, law, decay), isolation in zip(INSTANCES, ("flowblind", "flows")):
+    for (params, law, decay), flows in zip(INSTANCES, (False, True)):
         entries = [TableEntry(params[0], q.key(), params[1],
                               {"target_us": c.target_us, "threshold_us": c.threshold_us,
                                "interval_us": c.interval_us,
                                "per_interval_q32": c.per_interval_q32(), "ecn": int(c.ecn),
                                "generation": generation})
-                   for q, c in cobalt_queues(profile, isolation)]
+                   for q, c in cobalt_queues(profile, flows)]
         tables[params[0]] = entries
         tables[law[0]] = cobalt_law_entries(*law) if entries else []
         tables[decay[0]] = cobalt_decay_entries(*decay) if entries else []
@@ -164,7 +164,7 @@ def flow_queue_entries(profile):
     share by host load in both controls that refill a flow."""
     params, shares = [], []
     for name, d in profile.directions().items():
-        if d.cobalt is None or d.cobalt.isolation == "flowblind":
+        if not d.isolates_flows:
             continue
         quantum = d.cobalt.quantum(d.overhead_bytes)
         hosts = d.cobalt.isolation == "triple-isolate"

@@ -31,10 +31,8 @@ def features(profile, name):
             | (p4.FEATURE_PACKET_FAULTS if direction.reorder or direction.duplicate
                or direction.corrupt else 0)
             | (p4.FEATURE_PRIORITY if direction.priority else 0)
-            | (p4.FEATURE_COBALT if direction.cobalt and direction.cobalt.isolation == "flowblind"
-               else 0)
-            | (p4.FEATURE_FLOWS if direction.cobalt and direction.cobalt.isolation != "flowblind"
-               else 0)
+            | (p4.FEATURE_COBALT if direction.cobalt and not direction.isolates_flows else 0)
+            | (p4.FEATURE_FLOWS if direction.isolates_flows else 0)
             | (p4.FEATURE_LINK_ERRORS if link_errors(profile, name) else 0))
 
 

@@ -18,10 +18,6 @@ def sojourn_ramp(target_us):
     return rows + [(round(target_us), 2**48 - 1, 1.0)]
 
 
-def isolates_flows(direction):
-    return direction.cobalt is not None and direction.cobalt.isolation != "flowblind"
-
-
 # The two ramps: on arrival for one FIFO queue, when a flow queue is served
 # for flow isolation.
 INSTANCES = ((p4.TABLE_LINK_PASS_SOJOURN_RAMP_SOJOURN_RAMP,
@@ -37,6 +33,6 @@ def sojourn_ramp_entries(profile):
                                        "sojourn_us": Range(low, high)},
                                action, {"p_q16": round(p * Q16)}, priority=1)
                     for name, direction in profile.directions().items()
-                    if direction.sojourn_target_us and isolates_flows(direction) == flows
+                    if direction.sojourn_target_us and direction.isolates_flows == flows
                     for low, high, p in sojourn_ramp(direction.sojourn_target_us)]
             for table, action, flows in INSTANCES}
