@@ -1,6 +1,7 @@
 """A short real experiment, end to end: Mininet hosts, the switch, the
 programs, captures, metrics, summary and plots."""
 
+import csv
 import json
 import math
 from pathlib import Path
@@ -133,6 +134,21 @@ def test_results_folder_has_summary_and_plots(finished):
         assert not list(folder.glob("*.pcap"))  # keep_captures is off
     assert (out / "runs" / "lossy-1mbit_open_bulk_r00" / "timeline.csv").exists()
     assert not list((out / "runs").glob(".*"))  # no partial run left
+
+
+def test_the_router_queue_is_sampled_through_the_run(finished):
+    # The page's responses come in flights of up to 100 segments, which the
+    # downlink's 20-packet queue holds (the rest dropped) while 64 kbit/s
+    # drains it, one 576-byte packet per 72 ms.
+    _, out, _ = finished
+    with (out / "runs" / "gprs-q20_open_page_r00" / "queue.csv").open() as f:
+        rows = list(csv.DictReader(f))
+    downlink = [(int(r["packets"]), int(r["bytes"])) for r in rows
+                if (r["direction"], r["class"]) == ("downlink", "best_effort")]
+    assert len(downlink) > 100
+    assert max(packets for packets, _ in downlink) >= 10
+    assert all(0 <= packets <= 20 and octets <= 576 * packets for packets, octets in downlink)
+    assert downlink[-1] == (0, 0)
 
 
 def test_a_second_run_resumes_without_redoing_finished_runs(finished, capsys):

@@ -198,7 +198,8 @@ def _clean(args):
 
 
 def _queue(args):
-    with _connect(args, primary=False) as switch:
+    # The switch answers the monitor's probes on its primary connection only.
+    with _connect(args) as switch:
         _until_interrupted(QueueMonitor(switch, args.output, args.interval).run, args.duration)
     print(f"queue samples in {args.output}")
 

@@ -23,6 +23,8 @@ def test_a_timed_switch_is_started_with_the_programs_departure_field(monkeypatch
     # The hold ports' queues are deep enough for their share of it.
     assert len(bmv2.HOLD_QUEUES) == 32
     assert bmv2.TIMED_HOLD_CAPACITY / (p4.HOLD_PORT_MASK + 1) < bmv2.HOLD_QUEUE_DEPTH
+    # A router queue's ring has a slot for every packet the hold takes.
+    assert bmv2.TIMED_HOLD_CAPACITY < 1 << p4.QUEUE_RING_BITS
 
 
 def test_a_stock_switch_holds_the_programs_capacity(monkeypatch):

@@ -5,6 +5,7 @@ from linkemu.drivers.state_driver import STATE_LEAD_S, StateDriver
 from linkemu.drivers.switch_clock import ProbeSample, SwitchClock
 from linkemu.model.link_states import Segment
 from linkemu.model.profile import parse_profile
+from linkemu.switch import probe
 from linkemu.switch.entries.link_errors import link_state_entries
 from linkemu.switch.errors import P4RuntimeError, SwitchUnreachable
 
@@ -32,7 +33,7 @@ class FakeClock:
 @pytest.fixture
 def clock(monkeypatch):
     clock = FakeClock()
-    for module in (state_driver, switch_clock):
+    for module in (state_driver, switch_clock, probe):
         monkeypatch.setattr(module, "time", clock)
     return clock
 
@@ -137,7 +138,7 @@ def test_measure_probes_on_while_the_answers_are_slow(clock, monkeypatch):
 
 
 def test_measure_names_a_switch_that_sends_nothing_back(clock):
-    with pytest.raises(P4RuntimeError, match="fake:0 sent no clock probe back.*--cpu-port 255"):
+    with pytest.raises(P4RuntimeError, match="fake:0 sent no probe back.*--cpu-port 255"):
         switch_clock.measure(ClockedSwitch(clock, answers=False))
 
 

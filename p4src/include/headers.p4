@@ -311,6 +311,20 @@ header feature_pass_h {
     bit<2>     pad;       // whole bytes
 }
 
+// The glue's working values of a router queue's ring of leave instants
+// (queue_state.p4): made valid by an arrival, a probe, and a pass that takes
+// a packet out of its queue.
+header ring_pass_h {
+    bit<32>    tail;      // packets the ring took so far
+    time_us_t  last;      // the instant the last of them leaves
+    bit<32>    base;      // the queue's first slot
+    bit<32>    at;        // a slot
+    time_us_t  leave;
+    bit<32>    left;      // of the ring's last QUEUE_RING, those that left
+    bit<32>    bytes;     // L3 bytes the ring took so far, at two slots
+    bit<32>    bytes_at;
+}
+
 // The glue's working values of flow isolation (flow_queues.p4): made valid
 // only by the passes of a direction that isolates flows.
 header fq_pass_h {
@@ -360,10 +374,14 @@ header fq_pass_h {
 }
 
 // The switch's clock when a controller's probe entered (P4Runtime packet-in
-// metadata): the controller places link-state changes on this clock.
+// metadata): the controller places link-state changes on this clock. With it,
+// the router queue that the probe's destination address names (queue_index
+// in its last two bits) as it was then: packets and L3 bytes waiting.
 @controller_header("packet_in")
 header clock_stamp_h {
     time_us_t ingress_us;
+    bit<32>   waiting;
+    bit<32>   waiting_bytes;
 }
 
 struct headers_t {
@@ -375,6 +393,7 @@ struct headers_t {
     pass_h     pass;
     feature_pass_h feature;
     fq_pass_h  fq;
+    ring_pass_h ring;
     link_meta_t link;
 }
 

@@ -19,6 +19,13 @@
 // while its packet waits.
 const bit<32> DEFER_RING = 1024;
 
+// Each router queue's ring of leave instants (queue_state.p4): more slots
+// than the hold takes packets with timed departure (the controller's
+// TIMED_HOLD_CAPACITY), so a slot is never taken while its packet waits.
+#define QUEUE_RING_BITS 14
+const bit<32> QUEUE_RING = 1 << QUEUE_RING_BITS;
+const bit<32> QUEUE_RING_MASK = QUEUE_RING - 1;
+
 // Packets the hold loop carries at once, all directions: BMv2's
 // recirculation queue holds 1024 and drops the rest silently.
 const bit<32> HOLD_CAPACITY = 960;

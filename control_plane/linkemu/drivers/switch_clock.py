@@ -2,25 +2,22 @@
 
 BMv2 time-stamps packets in microseconds since it started, on the host's
 real-time clock, so a switch instant is a host instant (time.time()) less
-the switch's start. P4Runtime cannot read that start; probes find it. A
-probe is a packet-out that the pipeline sends straight back stamped with
-its ingress time (packet-in metadata `ingress_us`). It entered between the
-instants it was sent and came back, which bounds the start; the start is
-the same for every probe, so it lies where all their bounds meet.
+the switch's start. P4Runtime cannot read that start; probes
+(switch.probe) find it. A probe comes back stamped with its ingress time:
+it entered between the instants it was sent and came back, which bounds
+the start; the start is the same for every probe, so it lies where all
+their bounds meet.
 """
 
 import itertools
 import time
 from dataclasses import dataclass
 
-from ..program import constants as p4
-from ..switch.errors import P4RuntimeError
+from ..switch.probe import exchange, probe_frame
 
 MIN_PROBES = 16
 TARGET_UNCERTAINTY_S = 0.0002
 PROBE_BUDGET_S = 2.0         # more probes while the bound is wider than the target
-PROBE_TIMEOUT_S = 1.0
-PROBE_ETHERTYPE = 0x88B5   # local experimental: no host stack answers it
 
 
 @dataclass(frozen=True)
@@ -62,12 +59,6 @@ class SwitchClock:
         return cls(float("-inf"), float("inf"))
 
 
-def probe_frame(number):
-    """An Ethernet frame that names probe `number`."""
-    return (bytes(12) + PROBE_ETHERTYPE.to_bytes(2, "big") + number.to_bytes(4, "big")
-            + bytes(46))
-
-
 def measure(switch):
     """The clock of `switch` (a p4runtime.Switch, primary), from probes sent
     one after another: at least MIN_PROBES, and more until its uncertainty is
@@ -83,20 +74,6 @@ def measure(switch):
 
 
 def probe(switch, number):
-    """One probe's sample. The switch sends packet-ins to its primary client
-    only: a probe lost while another client (`linkemu push`) was primary is
-    sent again once this one has taken the switch back."""
-    frame = probe_frame(number)
-    for attempt in (1, 2):
-        sent = time.time()
-        switch.send_packet(frame)
-        while answer := switch.next_packet_in(max(0.0, sent + PROBE_TIMEOUT_S - time.time())):
-            back, payload, metadata = answer
-            if payload == frame and "ingress_us" in metadata:
-                return ProbeSample(sent, back, metadata["ingress_us"])
-        if attempt == 1:
-            switch.take_back()
-    raise P4RuntimeError(
-        f"the switch at {switch.address} sent no clock probe back within "
-        f"{PROBE_TIMEOUT_S:g} s: run simple_switch_grpc with --cpu-port {p4.CPU_PORT} "
-        "(as linkemu's own launchers do) and linkemu's program")
+    """One probe's sample."""
+    sent, back, metadata = exchange(switch, probe_frame(number))
+    return ProbeSample(sent, back, metadata["ingress_us"])

@@ -17,14 +17,12 @@ import shutil
 import signal
 import subprocess
 import sys
-import threading
 import time
 import traceback
 from dataclasses import asdict, dataclass
 from multiprocessing.connection import wait
 from pathlib import Path
 
-from ..drivers.queue_monitor import QueueMonitor
 from ..model.link_states import walk
 from ..switch.counters import read_counters, wait_until_idle
 from ..switch.p4runtime import Switch
@@ -387,9 +385,6 @@ class RunOnce:
         for capture in captures:
             capture.start(settle=0)
         time.sleep(0.5)  # tcpdump attaches its filter after it starts
-        monitor = QueueMonitor(self.switch, self.work / "queue.csv")
-        monitor_thread = threading.Thread(target=monitor.run, name="queue", daemon=True)
-        monitor_thread.start()
         segments = None
         if self.profile.states is not None:
             segments = walk(self.profile.states, seed=self.experiment.seed + self.run.replication)
@@ -398,7 +393,8 @@ class RunOnce:
             events = self.work / "events.csv" if check else None
             with link_drivers(self.profile, self.grpc_port, segments, self.work / "timeline.csv",
                               self.work / "rates.csv", events,
-                              check.sample if check else 1.0) as drivers:
+                              check.sample if check else 1.0,
+                              self.work / "queue.csv") as drivers:
                 for index, flow in enumerate(self.flows):
                     self._start_server(index, flow, hosts)
                 start_unix = time.time()
@@ -410,8 +406,6 @@ class RunOnce:
                         raise RunError(f"{type(driver).__name__} failed: {driver.error}")
             end_unix = time.time()
         finally:
-            monitor.stop()
-            monitor_thread.join()
             self._stop_processes()
             for capture in captures:
                 capture.stop()

@@ -45,6 +45,7 @@ TABLE_WAKE = 'LinkemuIngress.link_pass.flow_learn.wake'
 
 # Actions
 ACTION_COSTS = 'LinkemuIngress.link_pass.link_clock.costs'
+ACTION_COUNTED = 'LinkemuIngress.link_pass.enter_queue.counted'
 ACTION_COUNT_HELD = 'LinkemuIngress.link_pass.count_held'
 ACTION_DECAY = 'LinkemuIngress.link_pass.router_aqm.red.decay'
 ACTION_DECIDE = 'LinkemuIngress.link_pass.release.decide'
@@ -63,6 +64,7 @@ ACTION_FLOW_STEP_HOST_SHARE_SHARE_OF = 'LinkemuIngress.link_pass.flow_step.host_
 ACTION_FLOW_STEP_SOJOURN_RAMP_MARK_WITH = 'LinkemuIngress.link_pass.flow_step.sojourn_ramp.mark_with'
 ACTION_HEAD_SLOT = 'LinkemuIngress.link_pass.deferred_head.head_slot'
 ACTION_IDEAL = 'LinkemuIngress.link_pass.link_params.ideal'
+ACTION_INTO_RING = 'LinkemuIngress.link_pass.enter_queue.into_ring'
 ACTION_LINK_PASS_SOJOURN_RAMP_MARK_WITH = 'LinkemuIngress.link_pass.sojourn_ramp.mark_with'
 ACTION_LOG_EVENT = 'LinkemuIngress.link_pass.log_event'
 ACTION_LOG_EVENTS = 'LinkemuIngress.link_pass.event_log.log_events'
@@ -72,6 +74,7 @@ ACTION_RETRANSMIT = 'LinkemuIngress.link_pass.link_errors.retransmit'
 ACTION_ROUTER_COBALT_COBALT_DECAY_TO = 'LinkemuIngress.link_pass.router_cobalt.cobalt.decay_to'
 ACTION_ROUTER_COBALT_COBALT_LAW = 'LinkemuIngress.link_pass.router_cobalt.cobalt.law'
 ACTION_ROUTER_COBALT_COBALT_SET_COBALT = 'LinkemuIngress.link_pass.router_cobalt.cobalt.set_cobalt'
+ACTION_SEARCH = 'LinkemuIngress.link_pass.queue_read.search'
 ACTION_SET_BAD = 'LinkemuIngress.link_pass.loss_model.set_bad'
 ACTION_SET_CLASS = 'LinkemuIngress.link_pass.traffic_class.set_class'
 ACTION_SET_DELAY = 'LinkemuIngress.link_pass.delay_variation.set_delay'
@@ -129,7 +132,6 @@ COUNTERS = {
     'duplicated': 'packets released twice (duplicate; link_out counts both)',
     'corrupted': 'packets with one bit flipped (corrupt)',
     'queue_enter': 'packets that waited in the router queue',
-    'queue_leave': 'packets that left the router queue for the link',
     'drop_aqm': 'dropped: RED (not ECN-capable, or above max_th)',
     'drop_aqm_ect': 'of which ECN-capable (above max_th, or ECN off)',
     'ecn_marks': 'marked CE by RED',
@@ -248,6 +250,7 @@ PKT_SKIPPED = 262144
 PKT_TIMED = 524288
 PKT_TURN = 2048
 PORT_MAP_SIZE = 64
+QUEUE_RING_BITS = 14
 RED_CURVE_SIZE = 2048
 RED_DECAY_SIZE = 2048
 SOJOURN_RAMP_SIZE = 128

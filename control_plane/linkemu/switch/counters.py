@@ -18,15 +18,15 @@ LINK_EXITS = ("link_out", "drop_queue", "drop_aqm", "drop_codel", "drop_blue",
 ENTRY_COUNTERS = ("link_in", "duplicated", "queue_enter")
 # The router queue's counters have a cell per class (queue_index).
 QUEUE_COUNTERS = ("drop_queue", "drop_aqm", "drop_aqm_ect", "ecn_marks", "ramp_marks",
-                  "drop_codel", "drop_blue", "cobalt_marks", "queue_enter", "queue_leave")
+                  "drop_codel", "drop_blue", "cobalt_marks", "queue_enter")
 # A held packet carries its state (link_state_h) ahead of the frame, and BMv2
 # counts those bytes too. The counters that can count a held packet have a
 # second half of cells for held packets (HELD_CELLS in
 # p4src/v1model/include/define_v1model.p4), which counter_cells folds into the
-# first less the state's bytes; queue_leave and COBALT's drops (when the
-# packet leaves the router queue) count held packets only.
+# first less the state's bytes; COBALT's drops (when the packet leaves the
+# router queue) count held packets only.
 HELD_CELLS = ("link_out", "drop_link_error")
-HELD_ONLY = ("queue_leave", "drop_codel", "drop_blue")
+HELD_ONLY = ("drop_codel", "drop_blue")
 
 
 def in_flight(counters, direction):

@@ -21,6 +21,7 @@ from mininet.net import Mininet
 from mininet.topo import Topo
 
 from ..drivers.event_log import EventRecorder
+from ..drivers.queue_monitor import QueueMonitor
 from ..drivers.state_driver import RateDriver, StateDriver, running
 from ..model.link_states import walk
 from ..model.profile import parse_profile
@@ -237,16 +238,17 @@ def _note_network(net):
 
 @contextmanager
 def link_drivers(profile, grpc_port, segments, record_path, rates_path=None,
-                 events_path=None, event_sample=1.0):
-    """Walks the profile's link states, steps its varying rate and records
-    the event log (with `events_path`, of every packet or a random
-    `event_sample` of them), each in a thread, over one P4Runtime
-    connection: the primary, to which the switch sends the log's digests.
-    Yields the drivers running, the log already on; with nothing to drive,
-    none, and no connection that would take the switch's primacy."""
+                 events_path=None, event_sample=1.0, queue_path=None):
+    """Walks the profile's link states, steps its varying rate, records the
+    event log (with `events_path`, of every packet or a random
+    `event_sample` of them) and samples the router queues (with
+    `queue_path`), each in a thread, over one P4Runtime connection: the
+    primary, to which the switch sends the log's digests and the probes'
+    answers. Yields the drivers running, the log already on; with nothing
+    to drive, none, and no connection that would take the switch's primacy."""
     states = profile.states is not None
     rates = any(d.rate_schedule for d in profile.directions().values())
-    if not (states or rates or events_path):
+    if not (states or rates or events_path or queue_path):
         yield []
         return
     with Switch(f"127.0.0.1:{grpc_port}") as controller:
@@ -259,6 +261,8 @@ def link_drivers(profile, grpc_port, segments, record_path, rates_path=None,
             drivers.append(RateDriver(controller, profile, rates_path))
         if events_path is not None:
             drivers.append(EventRecorder(controller, events_path, sample=event_sample))
+        if queue_path is not None:
+            drivers.append(QueueMonitor(controller, queue_path))
         with running(*drivers):
             yield drivers
 

@@ -189,9 +189,16 @@ control LinkPass(inout headers_t hdr, inout metadata_t meta,
                     drop_malformed.count(hdr.link.pkt.dir);
                     mark_to_drop(std);
                 } else if (std.ingress_port == CPU_PORT) {
-                    // A controller's clock probe goes back stamped.
+                    // A controller's probe goes back stamped with the clock
+                    // and the queue its destination address names.
                     hdr.clock_stamp.setValid();
                     hdr.clock_stamp.ingress_us = std.ingress_global_timestamp;
+                    hdr.pass.now = std.ingress_global_timestamp;
+                    hdr.link.pkt.queue = (bit<32>) hdr.ethernet.dst_addr[1:0];
+                    hdr.link.pkt.setValid();   // valid: keeps p4c from a temporary
+                    queue_read.apply(hdr);
+                    hdr.clock_stamp.waiting = hdr.pass.waiting;
+                    hdr.clock_stamp.waiting_bytes = hdr.pass.waiting_bytes;
                     std.egress_spec = CPU_PORT;
                     hdr.link.pkt.flags = PKT_RELEASED;
                 } else {

@@ -1,6 +1,17 @@
-// The router queues' state between packets: what waits in each (queue_index),
-// when it last had a packet leave, and RED's average. The controller samples
-// queue_enter and queue_leave: their difference is the queue.
+// The router queues' state between packets: what waits in each
+// (queue_index), when it last had a packet leave, and RED's average.
+//
+// A packet that waits in a router queue mostly leaves it at an instant its
+// arrival fixes (the virtual clock), and its queue is then what arrivals
+// left there: a ring per queue of the instants its packets leave, in the
+// order they came (ring_leave), beside the L3 bytes it took so far
+// (ring_bytes). Those instants only grow, so the packets waiting at `now`
+// are the ring's last ones, after those whose instant has come, found by a
+// binary search; a packet in the ring takes no pass when it leaves. A packet
+// whose leaving an event decides (a deferred one, one in a flow queue, and
+// every packet of a queue under COBALT, which may drop one as it leaves) is
+// counted in queue_pkts and queue_bytes instead, and taken out by its pass
+// then. The controller reads a queue by a probe (LinkPass).
 #ifndef LINKEMU_QUEUE_STATE_P4
 #define LINKEMU_QUEUE_STATE_P4
 
@@ -11,36 +22,116 @@
 register<bit<32>>(NUM_QUEUES) queue_pkts;
 register<bit<32>>(NUM_QUEUES) queue_bytes;     // L3 bytes waiting
 register<time_us_t>(NUM_QUEUES) last_leave;    // the queue is empty since
+register<time_us_t>(NUM_QUEUES * QUEUE_RING) ring_leave;
+register<bit<32>>(NUM_QUEUES * QUEUE_RING) ring_bytes;   // L3 bytes so far, mod 2^32
+register<bit<32>>(NUM_QUEUES) ring_tail;
+register<time_us_t>(NUM_QUEUES) ring_last;
 
-// hdr.pass.waiting and waiting_bytes: the packet's queue as it arrives.
+// One step of the search: whether the ring's (left + n)th last slot but
+// QUEUE_RING has left too. (A macro: the steps differ in a constant only,
+// and a loop is not P4. setValid() on the valid header changes nothing but
+// keeps p4c from carrying the value just set into what follows, through a
+// temporary: see LinkArrival.)
+#define RING_STEP(n) \
+    hdr.ring.at = hdr.ring.base | ((hdr.ring.tail + hdr.ring.left + (n - 1)) & QUEUE_RING_MASK); \
+    hdr.ring.setValid(); \
+    ring_leave.read(hdr.ring.leave, hdr.ring.at); \
+    hdr.ring.left = hdr.ring.leave <= hdr.pass.now ? hdr.ring.left + n : hdr.ring.left; \
+    hdr.ring.setValid();
+
+// hdr.pass.waiting and waiting_bytes: the packet's queue at hdr.pass.now.
 control QueueRead(inout headers_t hdr) {
+
+    // The ring's last packet is still waiting, so of its last QUEUE_RING
+    // slots fewer than all have left: how many, in QUEUE_RING_BITS steps.
+    // A slot never written reads 0, long left.
+    action search() {
+        hdr.ring.left = 0;
+        hdr.ring.setValid();
+        RING_STEP(8192)
+        RING_STEP(4096)
+        RING_STEP(2048)
+        RING_STEP(1024)
+        RING_STEP(512)
+        RING_STEP(256)
+        RING_STEP(128)
+        RING_STEP(64)
+        RING_STEP(32)
+        RING_STEP(16)
+        RING_STEP(8)
+        RING_STEP(4)
+        RING_STEP(2)
+        RING_STEP(1)
+        hdr.ring.at = hdr.ring.base | ((hdr.ring.tail + QUEUE_RING_MASK) & QUEUE_RING_MASK);
+        hdr.ring.setValid();
+        ring_bytes.read(hdr.ring.bytes, hdr.ring.at);
+        hdr.ring.at = hdr.ring.base |
+                      ((hdr.ring.tail + hdr.ring.left + QUEUE_RING_MASK) & QUEUE_RING_MASK);
+        hdr.ring.setValid();
+        ring_bytes.read(hdr.ring.bytes_at, hdr.ring.at);
+        hdr.pass.waiting = hdr.pass.waiting + (QUEUE_RING - hdr.ring.left);
+        hdr.pass.waiting_bytes = hdr.pass.waiting_bytes + (hdr.ring.bytes - hdr.ring.bytes_at);
+    }
+
     apply {
+        hdr.ring.setValid();
+        hdr.ring.base = hdr.link.pkt.queue << QUEUE_RING_BITS;
         queue_pkts.read(hdr.pass.waiting, hdr.link.pkt.queue);
         queue_bytes.read(hdr.pass.waiting_bytes, hdr.link.pkt.queue);
+        ring_tail.read(hdr.ring.tail, hdr.link.pkt.queue);
+        ring_last.read(hdr.ring.last, hdr.link.pkt.queue);
+        if (hdr.ring.last > hdr.pass.now) {
+            search();
+        }
     }
 }
 
-// The packet enters its queue (hdr.pass.waiting as read on arrival).
+// The packet enters its queue (hdr.pass.waiting as read on arrival): the
+// ring, unless an event decides when it leaves.
 control QueueEnter(inout headers_t hdr) {
     @brief("packets that waited in the router queue")
     counter(NUM_QUEUES, CounterType.packets_and_bytes) queue_enter;
 
-    apply {
+    action into_ring() {
+        hdr.ring.at = hdr.ring.base | ((hdr.ring.tail + QUEUE_RING_MASK) & QUEUE_RING_MASK);
+        hdr.ring.setValid();
+        ring_bytes.read(hdr.ring.bytes, hdr.ring.at);
+        hdr.ring.bytes = hdr.ring.bytes + hdr.pass.l3_len;
+        hdr.ring.at = hdr.ring.base | (hdr.ring.tail & QUEUE_RING_MASK);
+        hdr.ring.tail = hdr.ring.tail + 1;
+        hdr.ring.setValid();
+        ring_leave.write(hdr.ring.at, hdr.link.pkt.leave_us);
+        ring_bytes.write(hdr.ring.at, hdr.ring.bytes);
+        ring_tail.write(hdr.link.pkt.queue, hdr.ring.tail);
+        ring_last.write(hdr.link.pkt.queue, hdr.link.pkt.leave_us);
+        hdr.link.pkt.flags = hdr.link.pkt.flags & ~PKT_QUEUED;
+    }
+
+    // (Read afresh: hdr.pass.waiting counts the ring's too.)
+    action counted() {
+        queue_pkts.read(hdr.pass.waiting, hdr.link.pkt.queue);
         hdr.pass.waiting = hdr.pass.waiting + 1;
-        queue_pkts.write(hdr.link.pkt.queue, hdr.pass.waiting);
+        queue_bytes.read(hdr.pass.waiting_bytes, hdr.link.pkt.queue);
         hdr.pass.waiting_bytes = hdr.pass.waiting_bytes + hdr.pass.l3_len;
+        hdr.pass.setValid();
+        queue_pkts.write(hdr.link.pkt.queue, hdr.pass.waiting);
         queue_bytes.write(hdr.link.pkt.queue, hdr.pass.waiting_bytes);
+    }
+
+    apply {
+        if (hdr.link.pkt.flags & (PKT_DEFERRED | PKT_FQ) != 0 ||
+            (hdr.pass.featured && hdr.link.params.features & FEATURE_COBALT != 0)) {
+            counted();
+        } else {
+            into_ring();
+        }
         queue_enter.count(hdr.link.pkt.queue);
     }
 }
 
-// A queued packet leaves its router queue for the link send buffer (or,
-// without one, the link), always on a later pass than its arrival:
-// queue_leave counts held packets only (HELD_CELLS).
+// A counted packet leaves its router queue for the link send buffer (or,
+// without one, the link), always on a later pass than its arrival.
 control QueueLeave(inout headers_t hdr) {
-    @brief("packets that left the router queue for the link")
-    counter(NUM_QUEUES, CounterType.packets_and_bytes) queue_leave;
-
     apply {
         hdr.link.pkt.flags = hdr.link.pkt.flags & ~PKT_QUEUED;
         queue_pkts.read(hdr.pass.waiting, hdr.link.pkt.queue);
@@ -49,7 +140,6 @@ control QueueLeave(inout headers_t hdr) {
         queue_bytes.read(hdr.pass.waiting_bytes, hdr.link.pkt.queue);
         hdr.pass.waiting_bytes = hdr.pass.waiting_bytes - hdr.pass.l3_len;
         queue_bytes.write(hdr.link.pkt.queue, hdr.pass.waiting_bytes);
-        queue_leave.count(hdr.link.pkt.queue);
     }
 }
 
