@@ -1,12 +1,17 @@
 """PTF tests of the router queue ahead of the link: byte limits, RED, ECN."""
 
+import contextlib
+import io
 import math
+import tempfile
 import time
+from pathlib import Path
 
 import numpy as np
 from scapy.layers.inet import IP
 from scapy.layers.l2 import Ether
 
+from linkemu import cli
 from linkemu.drivers import queue_monitor
 from linkemu.drivers.event_log import EventRecorder, check_timing, read_events
 from linkemu.drivers.fidelity import Frame, model_due
@@ -315,6 +320,21 @@ class QueueMonitorTest(LinkemuTest):
         self.check_sample(first_in, all_in)
         self.wait_until_idle(before, "downlink", timeout=3)
         self.assertEqual(queue_monitor.sample(self.switch)["downlink", "best_effort"], (0, 0))
+
+
+class QueueMonitorYieldsTest(LinkemuTest):
+    """`linkemu queue` never takes the switch from the controller at work
+    (here the test's own, as a driver's would be): it says so and stops."""
+
+    def runTest(self):
+        with tempfile.TemporaryDirectory() as folder:
+            output = Path(folder) / "queue.csv"
+            with contextlib.redirect_stderr(io.StringIO()) as err:
+                status = cli.main(["--switch", self.switch.address, "queue", "-o", str(output),
+                                   "--duration", "0.2"])
+        self.assertNotEqual(status, 0)
+        self.assertIn("linkemu queue samples only a switch that no driver", err.getvalue())
+        queue_monitor.sample(self.switch)   # still the test's
 
 
 class QueueMonitorCountedTest(QueueMonitorTest):

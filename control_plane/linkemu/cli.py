@@ -198,9 +198,19 @@ def _clean(args):
 
 
 def _queue(args):
-    # The switch answers the monitor's probes on its primary connection only.
-    with _connect(args) as switch:
+    # The switch answers the monitor's probes on its primary connection only:
+    # this one, unless a driver or an event log holds it.
+    switch = Switch(args.switch, args.device_id, timeout=args.timeout, yields=True)
+    try:
+        switch.connect()
+    except P4RuntimeError as err:
+        raise P4RuntimeError(f"{err}: linkemu queue samples only a switch that no driver or "
+                             "event log works; an experiment's run samples its own "
+                             "(queue.csv)") from None
+    try:
         _until_interrupted(QueueMonitor(switch, args.output, args.interval).run, args.duration)
+    finally:
+        switch.close()
     print(f"queue samples in {args.output}")
 
 

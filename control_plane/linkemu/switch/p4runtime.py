@@ -29,17 +29,20 @@ class Switch:
     """A P4Runtime connection to one device, as primary controller; with
     `primary` false, an observer that only reads: it opens no stream, so it
     never takes the switch (and the packet-ins and digests that go to its
-    primary) from a controller at work."""
+    primary) from a controller at work. With `yields`, primary only while no
+    other controller is: it neither takes the switch nor takes it back."""
 
-    def __init__(self, address="127.0.0.1:9559", device_id=0, timeout=10.0, primary=True):
+    def __init__(self, address="127.0.0.1:9559", device_id=0, timeout=10.0, primary=True,
+                 yields=False):
         self.address = address
         self.device_id = device_id
         self.timeout = timeout
         self.primary = primary
+        self.yields = yields
         self.generation = 0      # connections made again (recover)
         self._recovering = threading.Lock()
         self.stream_ended = None  # why the stream ended, while it has
-        self.election_id = _newest_election_id()
+        self.election_id = _LOWEST_ELECTION_ID if yields else _newest_election_id()
         self._channel = None
         self._stub = None
         self._requests = None
@@ -216,6 +219,8 @@ class Switch:
     def take_back(self):
         """Becomes primary again, with a newer election id than any client
         that took over since this one connected."""
+        if self.yields:
+            raise P4RuntimeError(f"another controller took the switch at {self.address}")
         self.election_id = _newest_election_id()
         self._become_primary()
 
@@ -426,6 +431,9 @@ def _sync_updates(installed, wanted):
         key.ClearField("action")
         updates.append((p4runtime_pb2.Update.DELETE, p4runtime_pb2.Entity(table_entry=key)))
     return updates
+
+
+_LOWEST_ELECTION_ID = p4runtime_pb2.Uint128(high=0, low=1)
 
 
 def _newest_election_id():

@@ -27,8 +27,9 @@ register<bit<32>>(NUM_QUEUES * QUEUE_RING) ring_bytes;   // L3 bytes so far, mod
 register<bit<32>>(NUM_QUEUES) ring_tail;
 register<time_us_t>(NUM_QUEUES) ring_last;
 
-// One step of the search: whether the ring's (left + n)th last slot but
-// QUEUE_RING has left too. (A macro: the steps differ in a constant only,
+// One step of the search over the ring's last QUEUE_RING slots, oldest
+// first: `left` of them are known to have left; the n after them have too
+// if the last of those has. (A macro: the steps differ in a constant only,
 // and a loop is not P4. setValid() on the valid header changes nothing but
 // keeps p4c from carrying the value just set into what follows, through a
 // temporary: see LinkArrival.)
@@ -92,6 +93,9 @@ control QueueEnter(inout headers_t hdr) {
     @brief("packets that waited in the router queue")
     counter(NUM_QUEUES, CounterType.packets_and_bytes) queue_enter;
 
+    // The instant kept is never before the last one: a push that enlarges
+    // the link buffer lets a packet leave before one queued earlier under
+    // the old profile, and the search needs the instants in order.
     action into_ring() {
         hdr.ring.at = hdr.ring.base | ((hdr.ring.tail + QUEUE_RING_MASK) & QUEUE_RING_MASK);
         hdr.ring.setValid();
@@ -99,11 +103,13 @@ control QueueEnter(inout headers_t hdr) {
         hdr.ring.bytes = hdr.ring.bytes + hdr.pass.l3_len;
         hdr.ring.at = hdr.ring.base | (hdr.ring.tail & QUEUE_RING_MASK);
         hdr.ring.tail = hdr.ring.tail + 1;
+        hdr.ring.last = hdr.link.pkt.leave_us > hdr.ring.last ? hdr.link.pkt.leave_us :
+                                                                hdr.ring.last;
         hdr.ring.setValid();
-        ring_leave.write(hdr.ring.at, hdr.link.pkt.leave_us);
+        ring_leave.write(hdr.ring.at, hdr.ring.last);
         ring_bytes.write(hdr.ring.at, hdr.ring.bytes);
         ring_tail.write(hdr.link.pkt.queue, hdr.ring.tail);
-        ring_last.write(hdr.link.pkt.queue, hdr.link.pkt.leave_us);
+        ring_last.write(hdr.link.pkt.queue, hdr.ring.last);
         hdr.link.pkt.flags = hdr.link.pkt.flags & ~PKT_QUEUED;
     }
 
