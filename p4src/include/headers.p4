@@ -98,7 +98,9 @@ header link_state_h {
     bit<8>      retx;        // retransmissions so far
     time_us_t   wake_us;     // nothing changes for it before this
     bit<32>     queue;       // its class's router queue (queue_index)
-    bit<32>     ticket;      // its place among the deferred packets
+    bit<32>     ticket;      // its place in its queue: among the deferred
+                             // packets, in its flow queue, or in its
+                             // router queue's ring (queue_state.p4)
     time_us_t   arrival_us;  // for the event log
     bit<32>     pos;         // link bytes given a start before it (BestEffortStart)
     bit<32>     peek;        // the fast path's register read (a local is a

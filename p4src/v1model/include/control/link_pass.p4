@@ -102,6 +102,7 @@ control LinkPass(inout headers_t hdr, inout metadata_t meta,
     QueueRead() queue_read;
     QueueEnter() enter_queue;
     QueueLeave() leave_queue;
+    QueueBehind() queue_behind;
     QueueLastLeave() queue_last_leave;
     RouterAqm() router_aqm;
     RouterCobalt() router_cobalt;
@@ -464,7 +465,11 @@ control LinkPass(inout headers_t hdr, inout metadata_t meta,
             }
             if (hdr.link.pkt.flags & (PKT_QUEUED | PKT_FQ) == PKT_QUEUED &&
                 hdr.pass.now >= hdr.link.pkt.leave_us) {
-                leave_queue.apply(hdr);
+                if (hdr.link.pkt.flags & PKT_AQM_LATE == 0) {
+                    leave_queue.apply(hdr);
+                } else {
+                    queue_behind.apply(hdr);
+                }
                 if (hdr.link.pkt.flags & PKT_AQM_LATE != 0 && hdr.pass.waiting == 0) {
                     // COBALT spares its queue's last packet: it takes the link
                     // where the link is free, the instant it leaves.

@@ -7,11 +7,12 @@
 // order they came (ring_leave), beside the L3 bytes it took so far
 // (ring_bytes). Those instants only grow, so the packets waiting at `now`
 // are the ring's last ones, after those whose instant has come, found by a
-// binary search; a packet in the ring takes no pass when it leaves. A packet
-// whose leaving an event decides (a deferred one, one in a flow queue, and
-// every packet of a queue under COBALT, which may drop one as it leaves) is
-// counted in queue_pkts and queue_bytes instead, and taken out by its pass
-// then. The controller reads a queue by a probe (LinkPass).
+// binary search; a packet in the ring takes no pass when it leaves, but
+// one that COBALT drops unless a packet waits behind it, which learns then
+// from its place in the ring (its ticket) whether one came. A packet whose
+// leaving an event decides (a deferred one, one in a flow queue) is counted
+// in queue_pkts and queue_bytes instead, and taken out by its pass then. The
+// controller reads a queue by a probe (LinkPass).
 #ifndef LINKEMU_QUEUE_STATE_P4
 #define LINKEMU_QUEUE_STATE_P4
 
@@ -102,6 +103,7 @@ control QueueEnter(inout headers_t hdr) {
         ring_bytes.read(hdr.ring.bytes, hdr.ring.at);
         hdr.ring.bytes = hdr.ring.bytes + hdr.pass.l3_len;
         hdr.ring.at = hdr.ring.base | (hdr.ring.tail & QUEUE_RING_MASK);
+        hdr.link.pkt.ticket = hdr.ring.tail;
         hdr.ring.tail = hdr.ring.tail + 1;
         hdr.ring.last = hdr.link.pkt.leave_us > hdr.ring.last ? hdr.link.pkt.leave_us :
                                                                 hdr.ring.last;
@@ -110,7 +112,8 @@ control QueueEnter(inout headers_t hdr) {
         ring_bytes.write(hdr.ring.at, hdr.ring.bytes);
         ring_tail.write(hdr.link.pkt.queue, hdr.ring.tail);
         ring_last.write(hdr.link.pkt.queue, hdr.ring.last);
-        hdr.link.pkt.flags = hdr.link.pkt.flags & ~PKT_QUEUED;
+        hdr.link.pkt.flags = hdr.link.pkt.flags & PKT_AQM_LATE != 0 ? hdr.link.pkt.flags :
+                             hdr.link.pkt.flags & ~PKT_QUEUED;
     }
 
     // (Read afresh: hdr.pass.waiting counts the ring's too.)
@@ -125,13 +128,23 @@ control QueueEnter(inout headers_t hdr) {
     }
 
     apply {
-        if (hdr.link.pkt.flags & (PKT_DEFERRED | PKT_FQ) != 0 ||
-            (hdr.pass.featured && hdr.link.params.features & FEATURE_COBALT != 0)) {
+        if (hdr.link.pkt.flags & (PKT_DEFERRED | PKT_FQ) != 0) {
             counted();
         } else {
             into_ring();
         }
         queue_enter.count(hdr.link.pkt.queue);
+    }
+}
+
+// A packet in the ring that COBALT drops unless one waits behind it, at the
+// instant it leaves: hdr.pass.waiting, the packets that came into its ring
+// after it (each waits still: none leaves before it).
+control QueueBehind(inout headers_t hdr) {
+    apply {
+        hdr.link.pkt.flags = hdr.link.pkt.flags & ~PKT_QUEUED;
+        ring_tail.read(hdr.pass.waiting, hdr.link.pkt.queue);
+        hdr.pass.waiting = hdr.pass.waiting - (hdr.link.pkt.ticket + 1);
     }
 }
 
