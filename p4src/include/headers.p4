@@ -314,8 +314,7 @@ header feature_pass_h {
 }
 
 // The glue's working values of a router queue's ring of leave instants
-// (queue_state.p4): made valid by an arrival, a probe, and a pass that takes
-// a packet out of its queue.
+// (queue_state.p4): made valid by an arrival's and a probe's QueueRead.
 header ring_pass_h {
     bit<32>    tail;      // packets the ring took so far
     time_us_t  last;      // the instant the last of them leaves

@@ -42,7 +42,7 @@ class Switch:
         self.generation = 0      # connections made again (recover)
         self._recovering = threading.Lock()
         self.stream_ended = None  # why the stream ended, while it has
-        self.election_id = _LOWEST_ELECTION_ID if yields else _newest_election_id()
+        self.election_id = self._election_id()
         self._channel = None
         self._stub = None
         self._requests = None
@@ -147,7 +147,7 @@ class Switch:
             self.close()
             deadline = time.monotonic() + within_s
             while True:
-                self.election_id = _newest_election_id()
+                self.election_id = self._election_id()
                 try:
                     self.connect(timeout=max(0.1, min(self.timeout, deadline - time.monotonic())))
                     break
@@ -215,6 +215,10 @@ class Switch:
                 if err.code() != grpc.StatusCode.PERMISSION_DENIED or attempt == 2:
                     raise _rpc_error(err) from None
             self.take_back()
+
+    def _election_id(self):
+        """The newest election id, or the lowest for a client that yields."""
+        return _LOWEST_ELECTION_ID if self.yields else _newest_election_id()
 
     def take_back(self):
         """Becomes primary again, with a newer election id than any client

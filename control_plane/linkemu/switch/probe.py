@@ -29,7 +29,7 @@ def exchange(switch, frame):
     """(instant sent, instant back, {metadata name: int}) of `frame` sent to
     `switch` (a p4runtime.Switch, primary), as time.time(). A probe lost
     while another client (`linkemu push`) was primary is sent again once
-    this one has taken the switch back."""
+    this one has taken the switch back (one that yields raises instead)."""
     with _one_at_a_time:
         for attempt in (1, 2):
             sent = time.time()
