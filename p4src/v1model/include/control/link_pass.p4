@@ -469,22 +469,23 @@ control LinkPass(inout headers_t hdr, inout metadata_t meta,
                     leave_queue.apply(hdr);
                 } else {
                     queue_behind.apply(hdr);
-                }
-                if (hdr.link.pkt.flags & PKT_AQM_LATE != 0 && hdr.pass.waiting == 0) {
-                    // COBALT spares its queue's last packet: it takes the link
-                    // where the link is free, the instant it leaves.
-                    hdr.feature.setValid();
-                    link_free.read(hdr.pass.free, hdr.link.pkt.dir);
-                    hdr.feature.cost = (time_q_t) (hdr.pass.l3_len +
-                                                   hdr.link.params.overhead_bytes) *
-                                       (time_q_t) hdr.link.params.byte_cost_q;
-                    set_times.apply(hdr.pass.free, hdr.feature.cost, hdr.link);
-                    hdr.pass.free = hdr.pass.free + hdr.feature.cost;
-                    link_free.write(hdr.link.pkt.dir, hdr.pass.free);
-                    hdr.link.pkt.flags = (hdr.link.pkt.flags &
-                                          ~(PKT_AQM_LATE | PKT_BLUE | PKT_LOST | PKT_LINK_DONE)) |
-                                         (hdr.link.params.features & FEATURE_LINK_ERRORS == 0 ?
-                                          PKT_LINK_DONE : 0);
+                    if (hdr.pass.waiting == 0) {
+                        // COBALT spares its queue's last packet: it takes the
+                        // link where the link is free, the instant it leaves.
+                        hdr.feature.setValid();
+                        link_free.read(hdr.pass.free, hdr.link.pkt.dir);
+                        hdr.feature.cost = (time_q_t) (hdr.pass.l3_len +
+                                                       hdr.link.params.overhead_bytes) *
+                                           (time_q_t) hdr.link.params.byte_cost_q;
+                        set_times.apply(hdr.pass.free, hdr.feature.cost, hdr.link);
+                        hdr.pass.free = hdr.pass.free + hdr.feature.cost;
+                        link_free.write(hdr.link.pkt.dir, hdr.pass.free);
+                        hdr.link.pkt.flags = (hdr.link.pkt.flags &
+                                              ~(PKT_AQM_LATE | PKT_BLUE | PKT_LOST |
+                                                PKT_LINK_DONE)) |
+                                             (hdr.link.params.features & FEATURE_LINK_ERRORS == 0 ?
+                                              PKT_LINK_DONE : 0);
+                    }
                 }
             }
         }
