@@ -4,7 +4,8 @@
 # runtime server, the only way to set BMv2's queue depths and rates),
 # optimised and without logging macros, which cost time on every packet and
 # so skew every timing figure, and with linkemu's patches (tools/bmv2: timed
-# departure, which lets a held packet sleep instead of going round).
+# departure, which lets a held packet sleep instead of going round, and
+# cheaper field writes).
 #
 #   tools/install-p4-tools.sh              install what is missing (as root)
 #   tools/install-p4-tools.sh --check      report what is installed, and how
@@ -14,7 +15,8 @@
 # (they may have the logging macros on, and lack timed departure), otherwise
 # it builds pinned sources into /usr/local: about 50 minutes on 2 cores. A
 # tool already installed with PI and Thrift is left as it is, unless it is a
-# switch without timed departure and SOURCE has the sources. Environment:
+# switch built without tools/bmv2's current patches and SOURCE has the
+# sources. Environment:
 #   SOURCE   a git host holding OWNER/NAME (default https://github.com) or a
 #            folder of clones laid out as OWNER+NAME/repo
 #   WORKDIR  where the sources are built and logged (default
@@ -25,6 +27,8 @@ set -euo pipefail
 SOURCE=${SOURCE:-https://github.com}
 TOOLS=$(cd "$(dirname "$0")" && pwd)
 PATCHES=$TOOLS/bmv2
+# What a build from source records of the patches it applied.
+PATCHES_STAMP=/usr/local/share/linkemu/bmv2-patches.sha256
 . "$TOOLS/lib.sh"
 WORKDIR=${WORKDIR:-/var/tmp/linkemu-p4-tools}
 JOBS=${JOBS:-$(nproc)}
@@ -51,12 +55,13 @@ BUILD_PACKAGES=(
 stop() { echo "p4 tools not installed: $*" >&2; exit 1; }
 
 # What is on PATH: P4C and SWITCH (paths, empty when missing), and the
-# switch's PI, THRIFT (yes/no, from the libraries it links), MACROS (on/off)
-# and TIMED (yes/no: tools/bmv2's timed departure).
+# switch's PI, THRIFT (yes/no, from the libraries it links), MACROS (on/off),
+# TIMED (yes/no: tools/bmv2's timed departure) and PATCHED (yes/no: built
+# with tools/bmv2's patches as they are now).
 probe() {
   P4C=$(command -v p4c || true)
   SWITCH=$(command -v simple_switch_grpc || true)
-  PI=no THRIFT=no MACROS=off TIMED=no
+  PI=no THRIFT=no MACROS=off TIMED=no PATCHED=no
   [ -n "$SWITCH" ] || return 0
   local libs
   libs=$(ldd "$SWITCH" 2>/dev/null || true)
@@ -67,7 +72,10 @@ probe() {
   if grep -aqF 'Processing packet received on port' "$SWITCH"; then MACROS=on; fi
   # The option's name: testbed/bmv2.py asks the same way.
   if grep -aqF 'departure-time-field' "$SWITCH"; then TIMED=yes; fi
+  if [ "$(cat "$PATCHES_STAMP" 2>/dev/null)" = "$(patches_sum)" ]; then PATCHED=yes; fi
 }
+
+patches_sum() { cat "$PATCHES"/*.patch | sha256sum | cut -d' ' -f1; }
 
 need_p4c() { [ -z "$P4C" ]; }
 need_bmv2() { [ -z "$SWITCH" ] || [ "$PI" = no ] || [ "$THRIFT" = no ]; }
@@ -84,7 +92,8 @@ check() {
     printf '%-19s %s  %s\n' simple_switch_grpc "$("$SWITCH" --version 2>&1)" "$SWITCH"
     printf '%-19s PI (P4Runtime server): %s, Thrift server: %s, logging macros: %s\n' \
       '' "$PI" "$THRIFT" "$MACROS"
-    printf '%-19s timed departure (tools/bmv2): %s\n' '' "$TIMED"
+    printf '%-19s timed departure (tools/bmv2): %s, all of tools/bmv2: %s\n' '' "$TIMED" \
+      "$PATCHED"
   else
     printf '%-19s missing\n' simple_switch_grpc
   fi
@@ -92,6 +101,11 @@ check() {
     echo "note: this BMv2 lacks timed departure: held packets go round the hold loop," \
          "which holds fewer and costs a core (docs/benchmark.md); 'make p4-tools' with" \
          "SOURCE set builds one with it"
+  fi
+  if [ -n "$SWITCH" ] && [ "$TIMED" = yes ] && [ "$PATCHED" = no ]; then
+    echo "note: this BMv2 was built without some of tools/bmv2's patches, so it runs" \
+         "slower than docs/benchmark.md's figures; 'make p4-tools' with SOURCE set" \
+         "rebuilds it"
   fi
   if [ -n "$SWITCH" ] && [ "$MACROS" = on ]; then
     echo "warning: BMv2 has its logging macros on: fine for the tests, but they slow" \
@@ -189,6 +203,8 @@ build_bmv2() {
   step "BMv2: make -j$JOBS" make -j"$JOBS"
   step "BMv2: install" make install
   ldconfig
+  mkdir -p "$(dirname "$PATCHES_STAMP")"
+  patches_sum >"$PATCHES_STAMP"
   cd "$WORKDIR" && rm -rf bmv2
 }
 
@@ -221,9 +237,9 @@ reachable() {
 
 install_tools() {
   probe
-  if [ -n "$SWITCH" ] && ! need_bmv2 && [ "$TIMED" = no ] && [ "$1" != --no-source ] &&
+  if [ -n "$SWITCH" ] && ! need_bmv2 && [ "$PATCHED" = no ] && [ "$1" != --no-source ] &&
      [ "$(id -u)" = 0 ] && reachable; then
-    say "simple_switch_grpc lacks timed departure: rebuilding BMv2 with tools/bmv2"
+    say "simple_switch_grpc lacks tools/bmv2's current patches: rebuilding BMv2 with them"
     mkdir -p "$WORKDIR"
     apt_install "${BUILD_PACKAGES[@]}" ||
       stop "apt-get cannot install the build's packages ($WORKDIR/apt.log)"
