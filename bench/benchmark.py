@@ -706,7 +706,7 @@ RATES = (64e3, 1e6, 10e6, 20e6, 50e6)
 # took in full (overloaded, BMv2 delivers far less than its rate); the
 # quarter steps after the best one narrow it further.
 SATURATION_RAMP = (10_000, 20_000, 30_000, 40_000, 50_000, 60_000, 70_000, 85_000, 100_000,
-                   120_000, 150_000)
+                   120_000, 150_000, 180_000, 220_000)
 DELAYS_MS = (0, 20, 300)
 # Offered load against the link rate. The capacity curve's link is busy, not
 # loaded: it holds about rate x delay / frame size, where a loaded link's
