@@ -5,7 +5,7 @@
 # optimised and without logging macros, which cost time on every packet and
 # so skew every timing figure, and with linkemu's patches (tools/bmv2: timed
 # departure, which lets a held packet sleep instead of going round, and
-# cheaper field writes).
+# cheaper field writes and lookups).
 #
 #   tools/install-p4-tools.sh              install what is missing (as root)
 #   tools/install-p4-tools.sh --check      report what is installed, and how
