@@ -763,10 +763,10 @@ def run_linkemu(quick):
 
 
 def configure_lanes(queues, source=ROOT / "bench" / "lanes.p4"):
-    """bench/lanes.p4's queues and clone sessions: each lane (its LANE lines:
-    port 452 + 4 J, clone session J + 1) at one frame per period, the spin
-    port (clone session 15) and port 2 (clone session 16), every queue deep
-    enough for every frame held."""
+    """bench/lanes.p4's queues and mirrors: each lane (its LANE lines: port
+    452 + 4 J, mirror J + 1) at one frame per period, the spin port (mirror
+    15) and port 2 (mirror 16), every queue deep enough for every frame
+    held."""
     lanes = [(int(j), int(period)) for j, period in
              re.findall(r"^\s*LANE\((\d+), (\d+)\)\s*$", source.read_text(), re.MULTILINE)]
     for j, period_us in lanes:
@@ -774,9 +774,9 @@ def configure_lanes(queues, source=ROOT / "bench" / "lanes.p4"):
         queues.set_depth(port, LANE_DEPTH)
         queues.set_rate(port, 1_000_000 // period_us)
         queues.add_mirror(j + 1, port)
-    for session, port in ((15, 448), (16, 2)):
+    for mirror, port in ((15, 448), (16, 2)):
         queues.set_depth(port, LANE_DEPTH)
-        queues.add_mirror(session, port)
+        queues.add_mirror(mirror, port)
 
 
 def run_baseline(quick):

@@ -83,11 +83,13 @@ def _check(args):
     return _check_each(args.profiles, load, show)
 
 
-def _connect(args, primary=True):
+def _connect(args, primary=True, yields=False):
     """A connection to the switch; an observer (not `primary`) for commands
     that only read, so that they never take the switch from a running driver
-    or event log."""
-    return Switch(args.switch, args.device_id, timeout=args.timeout, primary=primary)
+    or event log; one that `yields` for those that need the primary's
+    packet-ins but must not take them from one."""
+    return Switch(args.switch, args.device_id, timeout=args.timeout, primary=primary,
+                  yields=yields)
 
 
 def _warn(profile):
@@ -200,17 +202,14 @@ def _clean(args):
 def _queue(args):
     # The switch answers the monitor's probes on its primary connection only:
     # this one, unless a driver or an event log holds it.
-    switch = Switch(args.switch, args.device_id, timeout=args.timeout, yields=True)
     try:
-        switch.connect()
+        with _connect(args, yields=True) as switch:
+            _until_interrupted(QueueMonitor(switch, args.output, args.interval).run,
+                               args.duration)
     except P4RuntimeError as err:
         raise P4RuntimeError(f"{err}: linkemu queue samples only a switch that no driver or "
                              "event log works; an experiment's run samples its own "
                              "(queue.csv)") from None
-    try:
-        _until_interrupted(QueueMonitor(switch, args.output, args.interval).run, args.duration)
-    finally:
-        switch.close()
     print(f"queue samples in {args.output}")
 
 
