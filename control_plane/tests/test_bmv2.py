@@ -1,5 +1,10 @@
 """What linkemu learns of the installed simple_switch_grpc, and how it starts it."""
 
+import os
+import select
+import threading
+import time
+
 from linkemu.program import constants as p4
 from linkemu.testbed import bmv2
 
@@ -32,3 +37,31 @@ def test_a_stock_switch_holds_the_programs_capacity(monkeypatch):
     switch = bmv2.SimpleSwitchGrpc({1: "veth1"}, grpc_port=50001, thrift_port=50002)
     assert "--departure-time-field" not in switch.command()
     assert switch.hold_capacity == p4.HOLD_CAPACITY == 960
+
+
+
+def waiting_in_select(reader):
+    thread = threading.Thread(target=select.select, args=([reader], [], []))
+    thread.start()
+    return thread
+
+
+def test_the_capture_thread_is_the_one_waiting_in_select():
+    # This process: its main thread runs the test, one more waits in select(2).
+    reader, writer = os.pipe()
+    threads = [waiting_in_select(reader)]
+    try:
+        deadline = time.monotonic() + 5
+        while bmv2.find_capture_thread(os.getpid()) is None and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert bmv2.find_capture_thread(os.getpid()) == threads[0].native_id
+        # Two such threads: which one takes frames in is not known.
+        threads.append(waiting_in_select(reader))
+        time.sleep(0.1)
+        assert bmv2.find_capture_thread(os.getpid()) is None
+    finally:
+        os.write(writer, b"x")   # readable: every select returns
+        for thread in threads:
+            thread.join()
+        os.close(reader)
+        os.close(writer)

@@ -10,9 +10,12 @@ loopback interface, so only this machine's controller reaches it.
 import functools
 import mmap
 import os
+import platform
 import shutil
 import socket
 import subprocess
+import sys
+import threading
 import time
 from pathlib import Path
 
@@ -37,6 +40,14 @@ TIMED_HOLD_CAPACITY = 15000
 LOOP_PRECISE_HELD = 30
 HOLD_QUEUES = tuple(p4.HOLD_PORT_BASE + 4 * i + lane
                     for i in range(p4.HOLD_PORT_MASK + 1) for lane in (0, 1))
+# The thread that takes frames in from the ports (BMv2's interface manager,
+# waiting in select(2)) runs at this real-time priority, above the
+# pipeline's threads on the switch's core: a frame is timestamped as it
+# arrives, and a port's capture ring (some 1300 frames) does not overflow
+# while the pipeline works through a burst (docs/fidelity.md).
+CAPTURE_PRIORITY = 1
+# select(2) and pselect6(2) by number, per machine (/proc/TID/syscall).
+SELECT_SYSCALLS = {"x86_64": {23, 270}, "aarch64": {72}}
 # Everything a switch needs: the binary (with Thrift), and nft for its guard.
 SWITCH_TOOLS = (SWITCH_BINARY, "nft")
 GET_TOOLS = "'make p4-tools', see docs/install.md 'P4 tools'"
@@ -167,6 +178,8 @@ class SimpleSwitchGrpc:
         self.guard = LoopbackOnly(self.thrift_port)
         self.process = None
         self.timed = installed_timed_departure()
+        self.capture_thread = None   # its id, once raised
+        self.stopped = threading.Event()
 
     def command(self):
         args = [SWITCH_BINARY, "--device-id", str(self.device_id), "--no-p4",
@@ -205,6 +218,10 @@ class SimpleSwitchGrpc:
                                    f"Thrift port {self.thrift_port} within {timeout} s; "
                                    f"see {self.log_path}")
             time.sleep(0.05)
+        # BMv2 starts taking frames in once a program is set.
+        self.stopped = threading.Event()
+        threading.Thread(target=self._raise_capture_thread, args=(self.process, self.stopped),
+                         daemon=True).start()
         if self.timed:
             with self.queues() as queues:
                 for port in HOLD_QUEUES:
@@ -235,6 +252,25 @@ class SimpleSwitchGrpc:
     def pid(self):
         return self.process.pid if self.process else None
 
+    def _raise_capture_thread(self, process, stopped):
+        """Gives `process`'s capture thread CAPTURE_PRIORITY (SCHED_FIFO)
+        once it is there; warns where the priority is refused."""
+        pid = process.pid
+        while not stopped.wait(0.05) and process.poll() is None:
+            thread = find_capture_thread(pid)
+            if thread is None:
+                continue
+            try:
+                os.sched_setscheduler(thread, os.SCHED_FIFO,
+                                      os.sched_param(CAPTURE_PRIORITY))
+            except OSError as err:
+                print(f"warning: {SWITCH_BINARY} {pid}: its capture thread keeps the "
+                      f"normal priority ({err}): frames arriving in a burst may wait, or "
+                      "be lost, before the pipeline sees them", file=sys.stderr)
+            else:
+                self.capture_thread = thread
+            return
+
     def cpu_seconds(self):
         """User plus system CPU time the switch has used so far."""
         fields = Path(f"/proc/{self.pid}/stat").read_text().rsplit(")", 1)[1].split()
@@ -248,8 +284,28 @@ class SimpleSwitchGrpc:
 
     def stop(self, timeout=5.0):
         """Stops exactly the process this object started, then lifts its guard."""
+        self.stopped.set()
         if self.process is not None:
             leftovers.stop_child(self.process, timeout)
             leftovers.forget("processes", pid=self.process.pid)
         self.process = None
         self.guard.remove()
+
+
+def find_capture_thread(pid):
+    """The thread of process `pid` that waits in select(2), if exactly one does."""
+    select = SELECT_SYSCALLS.get(platform.machine(), set())
+    waiting = []
+    try:
+        tasks = list(Path(f"/proc/{pid}/task").iterdir())
+    except OSError:   # the process ended
+        return None
+    for task in tasks:
+        try:
+            call = (task / "syscall").read_text().split()[0]
+        except (OSError, IndexError):   # the thread ended
+            continue
+        if call.isdigit() and int(call) in select:
+            waiting.append(int(task.name))
+    return waiting[0] if len(waiting) == 1 else None
+
