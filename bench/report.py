@@ -369,7 +369,7 @@ def _swapped(run):
 def _drops(run):
     """Frames linkemu lost in a TCP run, both directions: its router queues
     full (drop_queue), its hold loop full (drop_hold), and those that reached
-    the switch's port but never the program (BMv2's input queue full)."""
+    the switch's port but never the program (its capture ring overflowed)."""
     if not run.get("counters"):
         return ""
     both = ("downlink", "uplink")
@@ -397,8 +397,8 @@ def tcp_lines(tcp):
               "round trip's bandwidth-delay product and router queue. Release error: each "
               "captured departure against the link model's due instant, downlink and "
               "uplink. Never taken in: frames captured arriving at the switch's port that "
-              "linkemu's link_in never counted (BMv2's input queue was full, and the "
-              "kernel dropped them at the switch's socket).", "",
+              "linkemu's link_in never counted (the switch's capture thread fell behind, "
+              "and the kernel dropped them at its socket's ring).", "",
               "| profile | program | goodput Mbit/s | share of rate | retransmitted | "
               "round trip mean ms | max | switch cores | release error p99 ms, down / up | "
               "fates unlike the model's: dropped / delivered | "

@@ -149,8 +149,9 @@ def measure(profile_path, seconds, workdir, program="linkemu", congestion=CONGES
             results[name] = compare(arrivals, captures[dst, "out"].frames(),
                                     direction).summary()
             if taken_in:
-                # Reached the port, never the program: BMv2's input queue was
-                # full and the kernel dropped them at the switch's socket.
+                # Reached the port, never the program: the switch's capture
+                # thread fell behind and the kernel dropped them at its
+                # socket's ring (docs/fidelity.md).
                 results[name]["not_taken_in"] = len(arrivals) - taken_in[name]
     return results
 
