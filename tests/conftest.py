@@ -80,13 +80,20 @@ def mininet_installed():
     return None
 
 
-def mininet(*tools):
-    """Check: Mininet, run as root, with the switch, the compiled program and `tools`."""
+def switch_as_root(*tools):
+    """Check: the switch and `tools` installed, run as root (veth pairs)."""
     def check():
         missing = missing_tools(*SWITCH_TOOLS, "ethtool", *tools)
         if missing:
             return f"missing {', '.join(missing)}"
         if os.geteuid() != 0:
-            return "Mininet needs root"
-        return compiled_program() or mininet_installed()
+            return "needs root"
+        return None
+    return check
+
+
+def mininet(*tools):
+    """Check: Mininet, run as root, with the switch, the compiled program and `tools`."""
+    def check():
+        return switch_as_root(*tools)() or compiled_program() or mininet_installed()
     return check

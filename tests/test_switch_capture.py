@@ -4,24 +4,19 @@ at a real-time priority once a program is set (testbed/bmv2.py)."""
 import os
 import time
 
-from conftest import BUILD, compiled, environment
+from conftest import BUILD, compiled, environment, switch_as_root
 from linkemu.switch.p4runtime import Switch
-from linkemu.testbed.bmv2 import CAPTURE_PRIORITY, SWITCH_TOOLS, missing_tools
+from linkemu.testbed.bmv2 import CAPTURE_PRIORITY
 from linkemu.testbed.veth_switch import veth_switch
 
 FORWARD = (BUILD / "forward.p4info.txtpb", BUILD / "forward.json")
 
 
-def switch_as_root():
-    missing = missing_tools(*SWITCH_TOOLS, "ethtool")
-    if missing:
-        return f"missing {', '.join(missing)}"
-    if os.geteuid() != 0:
-        return "veth pairs need root"
-    return compiled(*FORWARD)()
+def switch_and_program():
+    return switch_as_root()() or compiled(*FORWARD)()
 
 
-pytestmark = environment(switch_as_root)
+pytestmark = environment(switch_and_program)
 
 
 def test_the_capture_thread_is_raised_once_a_program_is_set():

@@ -4,8 +4,8 @@
 # runtime server, the only way to set BMv2's queue depths and rates),
 # optimised and without logging macros, which cost time on every packet and
 # so skew every timing figure, and with linkemu's patches (tools/bmv2: timed
-# departure, which lets a held packet sleep instead of going round, and
-# cheaper field writes and lookups).
+# departure, which lets a held packet sleep instead of going round, cheaper
+# field writes and lookups, and a receive thread woken in batches).
 #
 #   tools/install-p4-tools.sh              install what is missing (as root)
 #   tools/install-p4-tools.sh --check      report what is installed, and how

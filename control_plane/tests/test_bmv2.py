@@ -39,7 +39,6 @@ def test_a_stock_switch_holds_the_programs_capacity(monkeypatch):
     assert switch.hold_capacity == p4.HOLD_CAPACITY == 960
 
 
-
 def waiting_in_select(reader):
     thread = threading.Thread(target=select.select, args=([reader], [], []))
     thread.start()
