@@ -11,7 +11,7 @@ DEBIAN_PACKAGES := python3-venv mininet iperf3 tcpdump ethtool iproute2 iputils-
                    clang llvm libbpf-dev bpftool munge slurmctld slurmd slurm-client
 P4_TOOLS := tools/install-p4-tools.sh
 
-.PHONY: all setup p4-tools check-tools bf-p4c tofino-controls build constants schemas run experiment ptf test unit bench bench-tcp soak clean
+.PHONY: all setup p4-tools check-tools bf-p4c tofino-controls image build constants schemas run experiment ptf test unit bench bench-tcp soak clean
 
 all: build
 
@@ -40,6 +40,16 @@ check-tools:
 # resume): it checks that the link model compiles for Tofino.
 bf-p4c:
 	@tools/install-bf-p4c.sh
+
+# The project's image (Dockerfile), for nodes that should not install the P4
+# tools: ENGINE=podman builds it with podman. SOURCE=DIR, the install
+# script's folder of clones, is bound into the build, which podman can and
+# docker cannot; JOBS=n compiles with fewer jobs.
+ENGINE ?= docker
+image:
+	$(ENGINE) build --network host -t linkemu \
+	  $(if $(SOURCE),-v $(abspath $(SOURCE)):$(abspath $(SOURCE)):ro --build-arg SOURCE=$(abspath $(SOURCE))) \
+	  $(if $(JOBS),--build-arg JOBS=$(JOBS)) .
 
 # Which architecture-neutral controls bf-p4c takes for Tofino as they are
 # (docs/targets.md).

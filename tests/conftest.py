@@ -3,7 +3,10 @@
 A test says what it needs with the marker `environment(check)`: `check()`
 is None, or why the test cannot run here (a missing tool, root, Mininet or
 the compiled program). It then skips with that reason; under CI (CI=true)
-it fails with it instead, so that CI cannot pass having run none of them."""
+it fails with it instead, so that CI cannot pass having run none of them.
+A test of something `make setup` does not make (the project's container
+image, an hour's build) is marked `optional(check)`: it skips everywhere,
+CI included, where it cannot run."""
 
 import functools
 import os
@@ -31,11 +34,17 @@ def environment(check):
     return pytest.mark.environment.with_args(check)
 
 
+def optional(check):
+    """The marker of a test that needs what `check` checks, beyond what
+    `make setup` makes."""
+    return pytest.mark.optional.with_args(check)
+
+
 def pytest_collection_modifyitems(items):
-    if UNDER_CI:
-        return
     for item in items:
-        for reason in _missing(item):
+        reasons = [] if UNDER_CI else _missing(item)
+        reasons += _missing(item, "optional")
+        for reason in reasons:
             # A skip marker: pytest reports it at the test's own place.
             item.add_marker(pytest.mark.skip(reason=reason))
 
@@ -48,9 +57,9 @@ def pytest_runtest_setup(item):
             pytest.fail(f"CI runs every test; this one cannot run: {reason}", pytrace=False)
 
 
-def _missing(item):
-    """Why `item` cannot run here, by its environment markers."""
-    reasons = (_reason(marker.args[0]) for marker in item.iter_markers("environment"))
+def _missing(item, marker_name="environment"):
+    """Why `item` cannot run here, by its markers of that name."""
+    reasons = (_reason(marker.args[0]) for marker in item.iter_markers(marker_name))
     return [reason for reason in reasons if reason is not None]
 
 

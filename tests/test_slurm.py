@@ -1,7 +1,7 @@
 """A batch through a real Slurm: a one-node cluster (munged, slurmctld and
 slurmd, started and stopped here by PID) runs a short batch as a 4-task
-job array and merges it; the merged results equal a one-machine run of the
-same batch."""
+job array and merges it, with this linkemu and in the project's image; the
+merged results equal a one-machine run of the same batch."""
 
 import json
 import os
@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import environment, mininet
+from conftest import environment, mininet, optional
 from linkemu import cli
 from linkemu.testbed import leftovers
 
@@ -41,6 +41,22 @@ BATCH = {"name": "slurm-batch", "profile_dir": str(ROOT / "profiles"),
          "workloads": {"page": [{"app": "http", "page": "s+2s"}]},
          "replications": 4, "run_timeout": "120s"}
 JOB_TIMEOUT_S = 900   # four runs one after another, and the merge
+IMAGE = "linkemu"     # make image
+
+
+def image_engine():
+    """The container engine here that holds the project's image, or None."""
+    for engine in ("podman", "docker"):
+        if shutil.which(engine) and subprocess.run(
+                [engine, "image", "inspect", IMAGE], capture_output=True).returncode == 0:
+            return engine
+    return None
+
+
+def image_built():
+    if image_engine() is None:
+        return f"no container engine here holds the image {IMAGE!r} ('make image' builds it)"
+    return None
 
 
 def free_port():
@@ -135,15 +151,35 @@ def page_times(out):
             for path in (out / "runs").iterdir()}
 
 
-def test_a_job_array_gives_what_one_machine_gives(cluster, tmp_path, monkeypatch):
-    file = tmp_path / "batch.yaml"
+@pytest.fixture(scope="module")
+def batch(tmp_path_factory):
+    """The batch's file, and its page times run on this machine alone."""
+    folder = tmp_path_factory.mktemp("batch")
+    file = folder / "batch.yaml"
     file.write_text(yaml.safe_dump(BATCH))
-    alone, merged = tmp_path / "alone", tmp_path / "merged"
-    assert cli.main(["experiment", "run", str(file), "--out", str(alone)]) == 0
+    assert cli.main(["experiment", "run", str(file), "--out", str(folder / "alone")]) == 0
+    return file, page_times(folder / "alone")
 
+
+def test_a_job_array_gives_what_one_machine_gives(cluster, batch, tmp_path, monkeypatch):
     monkeypatch.setenv("SLURM_CONF", cluster["SLURM_CONF"])
+    check_array(batch, tmp_path / "merged", cluster)
+
+
+@optional(image_built)
+def test_a_job_array_in_the_image_gives_what_one_machine_gives(cluster, batch, tmp_path,
+                                                               monkeypatch):
+    monkeypatch.setenv("SLURM_CONF", cluster["SLURM_CONF"])
+    monkeypatch.chdir(ROOT)   # the profiles' folder is bound from here
+    check_array(batch, tmp_path / "merged", cluster,
+                "--image", IMAGE, "--engine", image_engine())
+
+
+def check_array(batch, merged, cluster, *options):
+    """Runs the batch as a 4-task array and its merge, and compares."""
+    file, expected = batch
     assert cli.main(["experiment", "slurm", str(file), "--shards", "4", "--out", str(merged),
-                     "--submit"]) == 0
+                     "--submit", *options]) == 0
 
     def finished():
         queued = subprocess.run(["squeue", "-h"], env=cluster, capture_output=True, text=True)
@@ -159,7 +195,7 @@ def test_a_job_array_gives_what_one_machine_gives(cluster, tmp_path, monkeypatch
     for shard in shards:
         assert len(list((merged / "shards" / shard / "runs").iterdir())) == 1
 
-    expected, got = page_times(alone), page_times(merged)
+    got = page_times(merged)
     assert set(got) == set(expected) and len(got) == 4
     for run, seconds in expected.items():
         assert abs(got[run] - seconds) <= 0.02 * seconds, (run, got[run], seconds)

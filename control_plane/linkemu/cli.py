@@ -333,8 +333,21 @@ def _some(names, at_most=5):
 def _experiment_slurm(args):
     experiment = load_experiment(args.file, short=args.short)
     out = _results_folder(args, experiment).absolute()
-    texts = slurm.scripts(experiment, Path(args.file).absolute(), out, args.shards,
-                          args.short, args.sbatch)
+    file = Path(args.file).absolute()
+    container = None
+    if args.image:
+        # What the run reads (the profiles: by default beside the experiment
+        # file's folder) is found from here, or in a folder given with --bind.
+        folders = [Path.cwd(), file.parent, *(Path(b).absolute() for b in args.bind)]
+        missing = [str(f) for f in folders if not f.is_dir()]
+        if missing:
+            raise ValueError(f"--bind {missing[0]}: no such folder")
+        container = (args.engine, args.image, folders, args.engine_option)
+    elif args.bind or args.engine_option or args.engine != slurm.DEFAULT_ENGINE:
+        raise ValueError("--engine, --engine-option and --bind go with --image: without "
+                         "one the jobs run this linkemu")
+    texts = slurm.scripts(experiment, file, out, args.shards, args.short, args.sbatch,
+                          container)
     array, merge = slurm.write(out, texts)
     print(f"wrote {array} ({args.shards} tasks, shard K of {args.shards} each) and {merge}")
     if not args.submit:
@@ -376,6 +389,13 @@ def _count(text):
     if value < 1:
         raise argparse.ArgumentTypeError(f"{value}: at least 1")
     return value
+
+
+def _engine_option(text):
+    if not text.startswith("-"):
+        raise argparse.ArgumentTypeError(f"{shown(text)}: expected an option, as "
+                                         "--cpu-rt-runtime=100000")
+    return text
 
 
 def _jobs(text):
@@ -507,6 +527,20 @@ def build_parser():
                                        "shards go to DIR/shards, scripts and logs to DIR/slurm")
     experiment_slurm.add_argument("--submit", action="store_true",
                                   help="submit the jobs with sbatch")
+    experiment_slurm.add_argument("--image", metavar="IMAGE",
+                                  help="run linkemu in this image of the project's Dockerfile "
+                                       "(make image), for nodes without the P4 tools")
+    experiment_slurm.add_argument("--engine", default=slurm.DEFAULT_ENGINE,
+                                  choices=("docker", "podman"),
+                                  help="the nodes' container engine (default docker)")
+    experiment_slurm.add_argument("--engine-option", action="append", default=[],
+                                  type=_engine_option, metavar="OPTION",
+                                  help="an option of the engine's run command, as "
+                                       "--engine-option=--cpu-rt-runtime=100000")
+    experiment_slurm.add_argument("--bind", action="append", default=[], metavar="DIR",
+                                  help="a folder the run reads (profiles elsewhere) to bind "
+                                       "into the container, besides the current folder and the "
+                                       "experiment file's")
     experiment_slurm.set_defaults(run=_experiment_slurm)
 
     clean = commands.add_parser(

@@ -143,3 +143,56 @@ def test_a_refused_submission_says_why(capsys, tmp_path, file, sbatch, monkeypat
     assert main(["experiment", "slurm", str(file), "--shards", "2",
                  "--out", str(tmp_path / "out"), "--submit"]) == 1
     assert "sbatch is not installed here" in capsys.readouterr().err
+
+
+def test_with_an_image_each_task_runs_its_shard_in_a_container(tmp_path, file, monkeypatch):
+    project, profiles = tmp_path / "project", tmp_path / "profiles"
+    project.mkdir()
+    profiles.mkdir()
+    monkeypatch.chdir(project)
+    out, array, merge = written(tmp_path, file, "--image", "lab/linkemu:1", "--engine", "podman",
+                                "--bind", str(profiles), "--engine-option=--cpu-rt-runtime=1000")
+    for task in (1, 3):
+        command = executed(array, task)
+        engine_args = command[:command.index("lab/linkemu:1")]
+        assert engine_args == [
+            "podman", "run", "--rm", "--privileged", "--network", "none",
+            "--cpu-rt-runtime=1000", "-v", f"{project}:{project}:ro", "-v", f"{tmp_path}:{tmp_path}:ro",
+            "-v", f"{profiles}:{profiles}:ro", "-v", f"{out}:{out}", "-w", str(project)]
+        linkemu = command[len(engine_args) + 1:]
+        assert linkemu[:3] == slurm.IMAGE_LINKEMU
+        args = cli.build_parser().parse_args(linkemu[3:])
+        assert args.run is cli._experiment_run
+        assert (args.file, args.shard, args.out) == \
+            (str(file), Shard(task, 3), f"{out}/shards/{task}-of-3")
+    command = executed(merge)
+    assert command[:2] == ["podman", "run"] and "lab/linkemu:1" in command
+    args = cli.build_parser().parse_args(command[command.index("lab/linkemu:1") + 4:])
+    assert args.run is cli._experiment_merge and args.out == str(out)
+
+
+def test_an_image_takes_docker_by_default_and_binds_only_plain_folders(
+        capsys, tmp_path, file, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    _, array, _ = written(tmp_path, file, "--image", "linkemu")
+    assert executed(array, 1)[:2] == ["docker", "run"]
+    odd = tmp_path / "a:b"
+    odd.mkdir()
+    for options, error in (
+            (["--image", "linkemu", "--bind", str(odd)], "a folder the container binds is named"),
+            (["--image", "linkemu", "--bind", str(tmp_path / "gone")],
+             f"--bind {tmp_path / 'gone'}: no such folder"),
+            (["--bind", str(tmp_path)], "--bind go with --image"),
+            (["--engine-option=--cpus=1"], "--bind go with --image"),
+            (["--engine", "podman"], "--bind go with --image")):
+        assert main(["experiment", "slurm", str(file), "--shards", "2",
+                     "--out", str(tmp_path / "out"), *options]) == 1
+        assert error in capsys.readouterr().err, options
+    with pytest.raises(SystemExit):
+        main(["experiment", "slurm", str(file), "--shards", "2", "--image", "x",
+              "--engine", "lxc"])
+    assert "invalid choice: 'lxc'" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["experiment", "slurm", str(file), "--shards", "2", "--image", "x",
+              "--engine-option", "cpus"])
+    assert "'cpus': expected an option" in capsys.readouterr().err

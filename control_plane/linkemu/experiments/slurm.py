@@ -2,7 +2,9 @@
 that merges the shards once every task has succeeded.
 
 A machine runs one linkemu network at a time (the network lock), so each
-task takes its node whole (--exclusive): no two tasks share a node.
+task takes its node whole (--exclusive): no two tasks share a node. The jobs
+run this linkemu, or with an image the project's image (Dockerfile) in a
+container engine, for nodes that have no P4 tools of their own.
 """
 
 import re
@@ -19,11 +21,35 @@ ARRAY_SCRIPT = "shards.sbatch"
 MERGE_SCRIPT = "merge.sbatch"
 TASK = "$SLURM_ARRAY_TASK_ID"
 SAFE_PATH = re.compile(r"[\w./+@:,=-]+")
+# A folder bound into a container: -v takes SRC:DST:MODE, so no ":" or ",".
+BINDABLE = re.compile(r"[\w./+@=-]+")
+DEFAULT_ENGINE = "docker"
+# linkemu in the image: the Dockerfile's WORKDIR, and make setup's venv there.
+IMAGE_LINKEMU = ["/linkemu/.venv/bin/python", "-m", "linkemu.cli"]
 
 
 def linkemu_command():
     """linkemu as the jobs run it: with this Python, the project's venv's."""
     return [sys.executable, "-m", "linkemu.cli"]
+
+
+def container_command(engine, image, read_only, options, writable):
+    """linkemu in `image` through `engine` (docker, podman) run with
+    `options` of its own, the folders bound at their own paths: `read_only`
+    (the first is the working folder), and `writable` (the results).
+    Privileged, as Mininet, BMv2's raised capture thread and BPF congestion
+    controls need; in a network namespace of its own (none but loopback),
+    where the run makes its network, so a node's interfaces are never
+    touched; removed when the run ends, with whatever the run left in it."""
+    writable, read_only = str(writable), [str(f) for f in read_only]
+    for folder in (writable, *read_only):
+        if not BINDABLE.fullmatch(folder):
+            raise ValueError(f"{shown(folder)}: a folder the container binds is named with "
+                             "letters, digits and . / _ + - @ = only")
+    binds = [arg for f in dict.fromkeys(read_only) if f != writable
+             for arg in ("-v", f"{f}:{f}:ro")]
+    return [engine, "run", "--rm", "--privileged", "--network", "none", *options, *binds,
+            "-v", f"{writable}:{writable}", "-w", read_only[0], image, *IMAGE_LINKEMU]
 
 
 def sbatch_directives(options):
@@ -38,16 +64,19 @@ def sbatch_directives(options):
     return lines
 
 
-def scripts(experiment, file, out_dir, count, short=False, options=()):
+def scripts(experiment, file, out_dir, count, short=False, options=(), container=None):
     """{name: text} of the array's and the merge's batch scripts for a
-    batch of `count` shards; `file` and `out_dir` absolute."""
+    batch of `count` shards; `file` and `out_dir` absolute. `container`:
+    (engine, image, folders to bind read-only, the engine's options) to run
+    linkemu in the image."""
     if not SAFE_PATH.fullmatch(str(out_dir)):
         raise ValueError(f"{shown(str(out_dir))}: the jobs' scripts take a results folder "
                          "named with letters, digits and . / _ + - @ : , = only")
     runs = len(experiment.runs())
     if not 1 <= count <= runs:
         raise ValueError(f"--shards {count}: from 1 to the batch's {runs} runs")
-    command = linkemu_command()
+    command = (container_command(*container, out_dir) if container is not None
+               else linkemu_command())
     form = ["--short"] if short else []
     logs = Path(out_dir) / "slurm"
     name = f"linkemu-{experiment.name}"
