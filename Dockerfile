@@ -19,7 +19,7 @@ COPY tools/install-p4-tools.sh tools/lib.sh tools/
 COPY tools/bmv2/ tools/bmv2/
 RUN tools/install-p4-tools.sh
 # --build-arg PIP_CERT=FILE: the CA bundle pip trusts, behind a proxy that
-# signs TLS with its own CA (a file the build can read, bound in as SOURCE).
+# signs TLS with its own CA (a file the build can read: make image binds it).
 ARG PIP_CERT
 COPY . .
 RUN make setup && make build

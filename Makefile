@@ -43,12 +43,15 @@ bf-p4c:
 
 # The project's image (Dockerfile), for nodes that should not install the P4
 # tools: ENGINE=podman builds it with podman. SOURCE=DIR, the install
-# script's folder of clones, is bound into the build, which podman can and
+# script's folder of clones, and PIP_CERT=FILE, a CA bundle for pip behind a
+# proxy that signs TLS itself, are bound into the build, which podman can and
 # docker cannot; JOBS=n compiles with fewer jobs.
 ENGINE ?= docker
+BUILD_CA := /etc/linkemu-build-ca.crt
 image:
 	$(ENGINE) build --network host -t linkemu \
 	  $(if $(SOURCE),-v $(abspath $(SOURCE)):$(abspath $(SOURCE)):ro --build-arg SOURCE=$(abspath $(SOURCE))) \
+	  $(if $(PIP_CERT),-v $(abspath $(PIP_CERT)):$(BUILD_CA):ro --build-arg PIP_CERT=$(BUILD_CA)) \
 	  $(if $(JOBS),--build-arg JOBS=$(JOBS)) .
 
 # Which architecture-neutral controls bf-p4c takes for Tofino as they are
