@@ -144,12 +144,16 @@ def assess(report):
                                 for name in ("minimal_link", "plain_arrival"))
     shape = base["shape"]["saturated"]["delivered_pps"] / base_sat["delivered_pps"]
     took_all = base_sat["delivered_pps"] >= 0.99 * base_sat["offered_pps"]
+    # Every other program does more per frame than plain forwarding: one
+    # faster says that forwarding's ramps were disturbed, not measured.
+    disturbed = max(least_ratio, plain_ratio, shape) > 1 / DISTURBED_MARGIN
     rows.append((">= 50 % of plain forwarding's throughput at zero added delay",
                  f"{ratio * 100:.0f} % ({emu_sat['delivered_pps']:.0f} vs "
                  f"{base_sat['delivered_pps']:.0f} frames/s delivered)",
-                 ratio >= TARGETS["zero_delay_ratio"],
+                 ratio >= TARGETS["zero_delay_ratio"] and not took_all and not disturbed,
                  f"64 B frames offered at {base_sat['offered_pps']:.0f} frames/s"
-                 f"{UNSATURATED if took_all else ''}; the least link model "
+                 f"{UNSATURATED if took_all else ''}{DISTURBED if disturbed else ''}; "
+                 f"the least link model "
                  f"(bench/minimal_link.p4): {least_ratio * 100:.0f} %, "
                  f"{beyond(least_ratio < TARGETS['zero_delay_ratio'])} the target; linkemu's "
                  f"plain arrival in that form (bench/plain_arrival.p4): "
@@ -164,6 +168,11 @@ def assess(report):
 # denominator, is unknown.
 UNSATURATED = (", all of which plain forwarding delivered: it can take more, and linkemu's "
                "share of it is smaller than this")
+# Plain forwarding slower than a program that does more, beyond the spread of
+# saturated rates from run to run.
+DISTURBED_MARGIN = 0.95
+DISTURBED = ("; plain forwarding delivered less than a program that does more per frame: "
+             "its ramps were disturbed, so this run gives no ratio")
 
 
 def capacity_rate(report, delay_ms, limit_ms=1.0):

@@ -220,11 +220,27 @@ def test_a_throughput_miss_is_set_beside_the_least_link_model(least_pps, plain_p
 
 
 def test_a_forwarding_rate_capped_by_the_offered_rate_is_said_to_be_a_bound():
-    unsaturated = results()
+    unsaturated = results(emu_pps=25000)
     unsaturated["baseline"]["zero_delay"]["saturated"]["delivered_pps"] = 39900
-    notes = {t: n for t, _, _, n in report.assess(unsaturated)}
-    [throughput] = [n for t, n in notes.items() if "throughput" in t]
-    assert report.UNSATURATED in throughput
+    [(_, measured, met, note)] = [row for row in report.assess(unsaturated)
+                                  if "throughput" in row[0]]
+    assert measured.startswith("63 %") and not met
+    assert report.UNSATURATED in note and report.DISTURBED not in note
+
+
+@pytest.mark.parametrize("least_pps, plain_pps", [(32000, 10500), (12000, 32000)])
+def test_forwarding_slower_than_a_program_doing_more_gives_no_ratio(least_pps, plain_pps):
+    [(_, measured, met, note)] = [row for row in report.assess(
+        results(emu_pps=25000, least_pps=least_pps, plain_pps=plain_pps))
+        if "throughput" in row[0]]
+    assert measured.startswith("83 % (25000 vs 30000") and not met
+    assert report.DISTURBED in note
+
+
+def test_forwarding_within_the_spread_of_a_program_doing_more_gives_a_ratio():
+    [(_, _, met, note)] = [row for row in report.assess(
+        results(emu_pps=25000, least_pps=31000)) if "throughput" in row[0]]
+    assert met and report.DISTURBED not in note
 
 
 @pytest.mark.parametrize("held, floor", [
