@@ -5,8 +5,8 @@ is None, or why the test cannot run here (a missing tool, root, Mininet or
 the compiled program). It then skips with that reason; under CI (CI=true)
 it fails with it instead, so that CI cannot pass having run none of them.
 A test of something `make setup` does not make (the project's container
-image, an hour's build) is marked `optional(check)`: it skips everywhere,
-CI included, where it cannot run."""
+image, a build of about 20 minutes) is marked `optional(check)`: it skips
+everywhere, CI included, where it cannot run."""
 
 import functools
 import os
