@@ -3,6 +3,7 @@ slurmd, started and stopped here by PID) runs a short batch as a 4-task
 job array and merges it, with this linkemu and in the project's image; the
 merged results equal a one-machine run of the same batch."""
 
+import functools
 import json
 import os
 import shutil
@@ -44,8 +45,10 @@ JOB_TIMEOUT_S = 900   # four runs one after another, and the merge
 IMAGE = "linkemu"     # make image
 
 
+@functools.cache
 def image_engine():
-    """The container engine here that holds the project's image, or None."""
+    """The container engine here that holds the project's image, or None
+    (asked once: the check and the test both need it)."""
     for engine in ("podman", "docker"):
         if shutil.which(engine) and subprocess.run(
                 [engine, "image", "inspect", IMAGE], capture_output=True).returncode == 0:

@@ -308,4 +308,3 @@ def find_capture_thread(pid):
         if call.isdigit() and int(call) in select:
             waiting.append(int(task.name))
     return waiting[0] if len(waiting) == 1 else None
-
