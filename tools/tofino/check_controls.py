@@ -51,6 +51,7 @@ CHECKS = [
     ("TrafficClass", "traffic_class.p4",
      "c.apply(hdr.ipv4, hdr.ipv6, hdr.l4, meta.link, meta.ck);"),
     ("EcnCapable", "ecn_mark.p4", "c.apply(hdr.ipv4, hdr.ipv6, meta.f1, meta.f2);"),
+    ("EcnMark", "ecn_mark.p4", "c.apply(hdr.ipv4, hdr.ipv6);"),
     ("EventLog", "event_log.p4", "c.apply(meta.u1, meta.r1, meta.link);"),
 ]
 

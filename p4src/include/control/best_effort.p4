@@ -44,7 +44,7 @@ control BestEffortStart(in time_us_t now_us, in link_params_h params,
 
     // In an action, where ?: stays an expression and p4c does not carry a
     // result into the register write that stores it through a metadata
-    // temporary (see headers.p4).
+    // temporary (docs/bmv2-costs.md).
     action offer() {
         time_q_t now_q = ((time_q_t) now_us) << TIME_FRAC_BITS;
         time_q_t arrival_q = ((time_q_t) arrival_us) << TIME_FRAC_BITS;

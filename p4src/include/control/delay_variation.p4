@@ -27,7 +27,7 @@ control DelayVariation(in bit<10> rand_index, in bit<16> rand_spike, inout link_
         size = JITTER_SIZE;
     }
 
-    // Drawn in the action, with its parameters in place (see headers.p4).
+    // Drawn in the action, with its parameters in place (docs/bmv2-costs.md).
     action set_spike(bit<32> threshold, time_us_t length_us) {
         m.params.delay_us = (bit<32>) rand_spike < threshold ? m.params.delay_us + length_us
                                                              : m.params.delay_us;

@@ -19,21 +19,20 @@ control EcnCapable(in ipv4_h ipv4, in ipv6_h ipv6, out bool capable, out bool ec
     }
 }
 
-control EcnMark(inout headers_t hdr) {
+control EcnMark(inout ipv4_h ipv4, inout ipv6_h ipv6) {
     apply {
-        if (hdr.ipv4.isValid()) {
+        if (ipv4.isValid()) {
             // The checksum first, the ECN field last: a local live across a
             // change of the header is a metadata field (docs/bmv2-costs.md).
-            bit<32> sum = (bit<32>) ~hdr.ipv4.hdr_checksum +
-                          (bit<32>) ~(hdr.ipv4.version ++ hdr.ipv4.ihl ++ hdr.ipv4.dscp ++
-                                      hdr.ipv4.ecn) +
-                          (bit<32>) (hdr.ipv4.version ++ hdr.ipv4.ihl ++ hdr.ipv4.dscp ++ ECN_CE);
+            bit<32> sum = (bit<32>) ~ipv4.hdr_checksum +
+                          (bit<32>) ~(ipv4.version ++ ipv4.ihl ++ ipv4.dscp ++ ipv4.ecn) +
+                          (bit<32>) (ipv4.version ++ ipv4.ihl ++ ipv4.dscp ++ ECN_CE);
             sum = (sum & 0xffff) + (sum >> 16);
             sum = (sum & 0xffff) + (sum >> 16);
-            hdr.ipv4.hdr_checksum = ~((bit<16>) sum);
-            hdr.ipv4.ecn = ECN_CE;
-        } else if (hdr.ipv6.isValid()) {
-            hdr.ipv6.ecn = ECN_CE;
+            ipv4.hdr_checksum = ~((bit<16>) sum);
+            ipv4.ecn = ECN_CE;
+        } else if (ipv6.isValid()) {
+            ipv6.ecn = ECN_CE;
         }
     }
 }

@@ -21,7 +21,7 @@ control LinkErrors(in bit<16> rand, inout link_meta_t m) {
     // The current state's error probability, and from change_us on the next
     // state's: the controller writes a change ahead of its instant, so the
     // data plane changes state on time whatever a write's latency. Drawn in
-    // the action, with its parameters in place (see headers.p4).
+    // the action, with its parameters in place (docs/bmv2-costs.md).
     action set_error(bit<32> threshold, bit<32> next, time_us_t at) {
         m.pkt.flags = m.pkt.flags |
                       ((bit<32>) rand < (m.pkt.attempt_us >= at ? next : threshold) ?

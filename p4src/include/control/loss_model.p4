@@ -12,7 +12,7 @@ control LossModel(in bit<16> rand_move, in bit<16> rand_loss, in bit<1> bad,
                   inout link_meta_t m, out bit<1> new_bad, out bool lost) {
 
     // The state moves, then the loss is drawn, in the action, with its
-    // parameters in place (see headers.p4).
+    // parameters in place (docs/bmv2-costs.md).
     action draw(bit<32> p_move, bit<32> p_loss) {
         new_bad = (bit<32>) rand_move < p_move ? ~bad : bad;
         lost = (bit<32>) rand_loss < p_loss;

@@ -19,7 +19,7 @@ control PacketFaults(in bit<16> rand_reorder, in bit<16> rand_duplicate,
                      in bit<16> rand_corrupt, in bit<5> flip_bit,
                      inout l4_h l4, inout link_meta_t m, out bool corrupted) {
 
-    // Drawn in the action, with its parameters in place (see headers.p4).
+    // Drawn in the action, with its parameters in place (docs/bmv2-costs.md).
     action set_faults(bit<32> reorder, bit<32> duplicate, bit<32> corrupt) {
         m.pkt.flags = m.pkt.flags | ((bit<32>) rand_reorder < reorder ? PKT_AHEAD : 0);
         m.params.delay_us = (bit<32>) rand_reorder < reorder ? 0 : m.params.delay_us;

@@ -15,8 +15,8 @@
 
 #include "../headers.p4"
 
-// w: the control's working values, in a header of the caller's (see
-// headers.p4).
+// w: the control's working values, the caller's (on BMv2 in a header:
+// docs/bmv2-costs.md).
 control Red(in bit<32> queue_pkts, in bit<32> queue_bytes, in time_us_t idle_us,
             in bit<16> rand, inout link_meta_t m, inout red_state_t s,
             inout red_work_t w, out bit<2> verdict, out bool ecn) {

@@ -27,9 +27,9 @@
 // packet that waits for its turn.
 control Release(in time_us_t now_us, inout seq_t next_release, inout link_meta_t m) {
 
-    // In an action, where ?: stays an expression (see headers.p4), with its
-    // parameter in place. The flags are set first, and the rest reads them
-    // there: BMv2 evaluates an expression anew wherever p4c puts it.
+    // In an action, where ?: stays an expression (docs/bmv2-costs.md), with
+    // its parameter in place. The flags are set first, and the rest reads
+    // them there: BMv2 evaluates an expression anew wherever p4c puts it.
     action decide(time_us_t stall_us) {
         // Modular distance to the next packet in line; negative means this
         // packet's turn was skipped already and it must not wait any more.

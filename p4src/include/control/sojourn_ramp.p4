@@ -11,7 +11,7 @@
 control SojournRamp(in time_us_t sojourn_us, in bit<16> rand, in link_meta_t m,
                     out bool mark) {
 
-    // Drawn in the action, with its parameters in place (see headers.p4).
+    // Drawn in the action, with its parameters in place (docs/bmv2-costs.md).
     action mark_with(bit<32> p_q16) {
         mark = (bit<32>) rand < p_q16;
     }

@@ -9,10 +9,10 @@
 
 #include "../headers.p4"
 
-// w: the classification's key, in a header of the caller's (see
-// headers.p4). Applied on arrival, by the caller, for a direction with a
-// priority split only: without one a packet stays in its direction's best
-// effort, as PortMap puts it.
+// w: the classification's key, a working value of the caller's (on BMv2 in
+// a header: docs/bmv2-costs.md). Applied on arrival, by the caller, for a
+// direction with a priority split only: without one a packet stays in its
+// direction's best effort, as PortMap puts it.
 control TrafficClass(in ipv4_h ipv4, in ipv6_h ipv6, in l4_h l4, inout link_meta_t m,
                      inout class_key_t w) {
 

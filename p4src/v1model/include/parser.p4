@@ -3,7 +3,7 @@
 #ifndef LINKEMU_PARSER_P4
 #define LINKEMU_PARSER_P4
 
-#include "../../include/headers.p4"
+#include "headers.p4"
 #include "define_v1model.p4"
 
 parser FrameParser(packet_in pkt, out ethernet_h ethernet, out ipv4_h ipv4,

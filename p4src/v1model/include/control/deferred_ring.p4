@@ -6,7 +6,7 @@
 #ifndef LINKEMU_DEFERRED_RING_P4
 #define LINKEMU_DEFERRED_RING_P4
 
-#include "../../../include/headers.p4"
+#include "../headers.p4"
 
 const bit<32> DEFER_MASK = DEFER_RING - 1;
 

@@ -4,7 +4,7 @@
 #ifndef LINKEMU_EVENT_REPORT_P4
 #define LINKEMU_EVENT_REPORT_P4
 
-#include "../../../include/headers.p4"
+#include "../headers.p4"
 
 // The latest egress pass of a logged packet: "now" for a held packet's
 // event, fresher than its own last pass.

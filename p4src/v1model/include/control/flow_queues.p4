@@ -19,7 +19,7 @@
 #ifndef LINKEMU_FLOW_QUEUES_P4
 #define LINKEMU_FLOW_QUEUES_P4
 
-#include "../../../include/headers.p4"
+#include "../headers.p4"
 #include "../../../include/control/cobalt.p4"
 #include "../../../include/control/sojourn_ramp.p4"
 

@@ -44,7 +44,7 @@
 #ifndef LINKEMU_HOLD_P4
 #define LINKEMU_HOLD_P4
 
-#include "../../../include/headers.p4"
+#include "../headers.p4"
 #include "../define_v1model.p4"
 #include "deferred_ring.p4"
 

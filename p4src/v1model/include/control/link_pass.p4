@@ -11,7 +11,7 @@
 #ifndef LINKEMU_LINK_PASS_P4
 #define LINKEMU_LINK_PASS_P4
 
-#include "../../../include/headers.p4"
+#include "../headers.p4"
 #include "../../../include/control/port_map.p4"
 #include "../../../include/control/link_params.p4"
 #include "../../../include/control/traffic_class.p4"
@@ -28,6 +28,7 @@
 #include "../../../include/control/event_log.p4"
 #include "../define_v1model.p4"
 #include "hold.p4"
+#include "link_arrival.p4"
 #include "deferred_ring.p4"
 #include "queue_state.p4"
 #include "release_pacing.p4"
@@ -444,7 +445,7 @@ control LinkPass(inout headers_t hdr, inout metadata_t meta,
                         ecn_capable.apply(hdr.ipv4, hdr.ipv6, hdr.feature.capable,
                                           hdr.feature.ect1);
                         if (hdr.feature.ramp_mark && hdr.feature.ect1) {
-                            ecn_mark.apply(hdr);
+                            ecn_mark.apply(hdr.ipv4, hdr.ipv6);
                             ramp_marks.count(hdr.link.pkt.queue);
                             hdr.link.pkt.flags = hdr.link.pkt.flags | PKT_MARKED;
                         }
@@ -531,7 +532,7 @@ control LinkPass(inout headers_t hdr, inout metadata_t meta,
                                              (hdr.link.params.features & FEATURE_LINK_ERRORS == 0 ?
                                               PKT_LINK_DONE : 0);
                         if (hdr.fq.state == FQ_MARK || hdr.fq.state == FQ_RAMP) {
-                            ecn_mark.apply(hdr);
+                            ecn_mark.apply(hdr.ipv4, hdr.ipv6);
                             if (hdr.fq.state == FQ_MARK) {
                                 cobalt_marks.count(hdr.link.pkt.queue);
                             } else {

@@ -16,7 +16,7 @@
 #ifndef LINKEMU_QUEUE_STATE_P4
 #define LINKEMU_QUEUE_STATE_P4
 
-#include "../../../include/headers.p4"
+#include "../headers.p4"
 #include "../../../include/control/red.p4"
 #include "../../../include/control/ecn_mark.p4"
 
@@ -207,7 +207,7 @@ control RouterAqm(inout headers_t hdr, inout standard_metadata_t std) {
         ecn_capable.apply(hdr.ipv4, hdr.ipv6, hdr.feature.capable, hdr.feature.ect1);
         if (hdr.feature.verdict == AQM_SIGNAL && hdr.feature.use_ecn &&
             hdr.feature.capable) {
-            ecn_mark.apply(hdr);
+            ecn_mark.apply(hdr.ipv4, hdr.ipv6);
             ecn_marks.count(hdr.link.pkt.queue);
             hdr.link.pkt.flags = hdr.link.pkt.flags | PKT_MARKED;
         } else if (hdr.feature.verdict != AQM_PASS) {

@@ -5,7 +5,7 @@
 #ifndef LINKEMU_RELEASE_DEPARTURE_P4
 #define LINKEMU_RELEASE_DEPARTURE_P4
 
-#include "../../../include/headers.p4"
+#include "../headers.p4"
 
 // With timed departure, a released frame leaves its port's queue at its due
 // instant, and, where its direction releases in link order (Release's

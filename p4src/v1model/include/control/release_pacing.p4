@@ -23,7 +23,7 @@
 #ifndef LINKEMU_RELEASE_PACING_P4
 #define LINKEMU_RELEASE_PACING_P4
 
-#include "../../../include/headers.p4"
+#include "../headers.p4"
 #include "../define_v1model.p4"
 #include "hold.p4"
 

@@ -7,7 +7,7 @@
 #ifndef LINKEMU_ROUTER_COBALT_P4
 #define LINKEMU_ROUTER_COBALT_P4
 
-#include "../../../include/headers.p4"
+#include "../headers.p4"
 #include "../../../include/control/cobalt.p4"
 #include "../../../include/control/ecn_mark.p4"
 
@@ -45,7 +45,7 @@ control RouterCobalt(inout headers_t hdr) {
         cobalt_generation.write(hdr.link.pkt.queue, hdr.feature.cobalt.generation);
 
         if (hdr.feature.verdict == AQM_SIGNAL) {
-            ecn_mark.apply(hdr);
+            ecn_mark.apply(hdr.ipv4, hdr.ipv6);
             hdr.link.pkt.flags = hdr.link.pkt.flags | PKT_MARKED;
         } else if (hdr.feature.verdict != AQM_PASS &&
                    hdr.link.pkt.flags & PKT_QUEUED != 0) {
