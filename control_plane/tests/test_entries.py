@@ -196,7 +196,7 @@ def test_sojourn_ramp_goes_where_the_queue_is_judged():
                      "cobalt": {"isolation": "flows"}},
         "uplink": {"rate": "10Mbit", "sojourn_ramp": {"target": "4ms"}}})
     tables = sojourn_ramp_entries(profile)
-    fifo = tables[p4.TABLE_LINK_PASS_SOJOURN_RAMP_SOJOURN_RAMP]
+    fifo = tables[p4.TABLE_ADMISSION_SOJOURN_RAMP_SOJOURN_RAMP]
     flows = tables[p4.TABLE_FLOW_STEP_SOJOURN_RAMP_SOJOURN_RAMP]
     assert {e.match["dir"] for e in fifo} == {DIRECTION_IDS["uplink"]}
     assert {e.match["dir"] for e in flows} == {DIRECTION_IDS["downlink"]}

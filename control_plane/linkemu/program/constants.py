@@ -4,94 +4,99 @@ from build/linkemu.p4info.txtpb, build/linkemu.json and p4src: do not edit
 
 
 # Tables
-TABLE_ARQ = 'LinkemuIngress.link_pass.link_errors.arq'
-TABLE_DELAY_SPIKES = 'LinkemuIngress.link_pass.delay_variation.delay_spikes'
-TABLE_EVENT_LOG = 'LinkemuIngress.link_pass.event_log.event_log'
-TABLE_FLOW_ENQUEUE_HOST_SHARE_FQ_SHARE = 'LinkemuIngress.link_pass.flow_enqueue.host_share.fq_share'
-TABLE_FLOW_LEARN_SLOT_OF = 'LinkemuIngress.link_pass.flow_learn.slot_of'
-TABLE_FLOW_STEP_COBALT_COBALT_DECAY = 'LinkemuIngress.link_pass.flow_step.cobalt.cobalt_decay'
-TABLE_FLOW_STEP_COBALT_COBALT_LAW = 'LinkemuIngress.link_pass.flow_step.cobalt.cobalt_law'
-TABLE_FLOW_STEP_COBALT_COBALT_PARAMS = 'LinkemuIngress.link_pass.flow_step.cobalt.cobalt_params'
-TABLE_FLOW_STEP_HOST_SHARE_FQ_SHARE = 'LinkemuIngress.link_pass.flow_step.host_share.fq_share'
-TABLE_FLOW_STEP_SLOT_OF = 'LinkemuIngress.link_pass.flow_step.slot_of'
-TABLE_FLOW_STEP_SOJOURN_RAMP_SOJOURN_RAMP = 'LinkemuIngress.link_pass.flow_step.sojourn_ramp.sojourn_ramp'
-TABLE_FORWARD = 'LinkemuIngress.link_pass.port_map.forward'
-TABLE_FQ_PARAMS = 'LinkemuIngress.link_pass.flow_params.fq_params'
-TABLE_HOLD_LIMIT = 'LinkemuIngress.link_pass.hold_limit'
-TABLE_INDEX = 'LinkemuIngress.link_pass.flow_enqueue.index'
-TABLE_JITTER = 'LinkemuIngress.link_pass.delay_variation.jitter'
-TABLE_LINK = 'LinkemuIngress.link_pass.link_arrival.link'
-TABLE_LINK_PARAMS = 'LinkemuIngress.link_pass.link_params.link_params'
-TABLE_LINK_PASS_SOJOURN_RAMP_SOJOURN_RAMP = 'LinkemuIngress.link_pass.sojourn_ramp.sojourn_ramp'
-TABLE_LINK_STATE = 'LinkemuIngress.link_pass.link_errors.link_state'
-TABLE_LOSS_MODEL = 'LinkemuIngress.link_pass.loss_model.loss_model'
-TABLE_NEW_HEAD_SLOT_OF = 'LinkemuIngress.link_pass.flow_step.new_head_slot_of'
-TABLE_PACKET_FAULTS = 'LinkemuIngress.link_pass.packet_faults.packet_faults'
-TABLE_PORT_MAP = 'LinkemuIngress.link_pass.port_map.port_map'
-TABLE_QUEUE_PARAMS = 'LinkemuIngress.link_pass.queue_params.queue_params'
-TABLE_RED_CURVE = 'LinkemuIngress.link_pass.router_aqm.red.red_curve'
-TABLE_RED_DECAY = 'LinkemuIngress.link_pass.router_aqm.red.red_decay'
-TABLE_RED_PARAMS = 'LinkemuIngress.link_pass.router_aqm.red.red_params'
-TABLE_REFILL = 'LinkemuIngress.link_pass.flow_step.refill'
-TABLE_RELEASE = 'LinkemuIngress.link_pass.release.release'
-TABLE_ROUTER_COBALT_COBALT_COBALT_DECAY = 'LinkemuIngress.link_pass.router_cobalt.cobalt.cobalt_decay'
-TABLE_ROUTER_COBALT_COBALT_COBALT_LAW = 'LinkemuIngress.link_pass.router_cobalt.cobalt.cobalt_law'
-TABLE_ROUTER_COBALT_COBALT_COBALT_PARAMS = 'LinkemuIngress.link_pass.router_cobalt.cobalt.cobalt_params'
-TABLE_SLOT_OF_HEAD = 'LinkemuIngress.link_pass.deferred_head.slot_of_head'
-TABLE_SLOT_OF_TAIL = 'LinkemuIngress.link_pass.deferred_enqueue.slot_of_tail'
-TABLE_SLOT_OF_TICKET = 'LinkemuIngress.link_pass.deferred_take.slot_of_ticket'
-TABLE_TRAFFIC_CLASS = 'LinkemuIngress.link_pass.traffic_class.traffic_class'
-TABLE_WAKE = 'LinkemuIngress.link_pass.flow_learn.wake'
+TABLE_ADMISSION_SOJOURN_RAMP_SOJOURN_RAMP = 'LinkemuIngress.link_pass.admission.sojourn_ramp.sojourn_ramp'
+TABLE_ARQ = 'LinkemuIngress.link_pass.pass_exit.link_errors.arq'
+TABLE_DELAY_SPIKES = 'LinkemuIngress.link_pass.link_offer.delay_variation.delay_spikes'
+TABLE_EVENT_LOG = 'LinkemuIngress.link_pass.pass_entry.event_log.event_log'
+TABLE_FLOW_ENQUEUE_HOST_SHARE_FQ_SHARE = 'LinkemuIngress.link_pass.arrival_features.flow_enqueue.host_share.fq_share'
+TABLE_FLOW_LEARN_SLOT_OF = 'LinkemuIngress.link_pass.flow_turn.flow_learn.slot_of'
+TABLE_FLOW_STEP_COBALT_COBALT_DECAY = 'LinkemuIngress.link_pass.flow_turn.flow_step.cobalt.cobalt_decay'
+TABLE_FLOW_STEP_COBALT_COBALT_LAW = 'LinkemuIngress.link_pass.flow_turn.flow_step.cobalt.cobalt_law'
+TABLE_FLOW_STEP_COBALT_COBALT_PARAMS = 'LinkemuIngress.link_pass.flow_turn.flow_step.cobalt.cobalt_params'
+TABLE_FLOW_STEP_HOST_SHARE_FQ_SHARE = 'LinkemuIngress.link_pass.flow_turn.flow_step.host_share.fq_share'
+TABLE_FLOW_STEP_SLOT_OF = 'LinkemuIngress.link_pass.flow_turn.flow_step.slot_of'
+TABLE_FLOW_STEP_SOJOURN_RAMP_SOJOURN_RAMP = 'LinkemuIngress.link_pass.flow_turn.flow_step.sojourn_ramp.sojourn_ramp'
+TABLE_FORWARD = 'LinkemuIngress.link_pass.pass_entry.port_map.forward'
+TABLE_FQ_PARAMS = 'LinkemuIngress.link_pass.link_offer.flow_params.fq_params'
+TABLE_HOLD_LIMIT = 'LinkemuIngress.link_pass.pass_entry.hold_limit'
+TABLE_INDEX = 'LinkemuIngress.link_pass.arrival_features.flow_enqueue.index'
+TABLE_JITTER = 'LinkemuIngress.link_pass.link_offer.delay_variation.jitter'
+TABLE_LINK = 'LinkemuIngress.link_pass.pass_entry.link_arrival.link'
+TABLE_LINK_PARAMS = 'LinkemuIngress.link_pass.link_offer.link_params.link_params'
+TABLE_LINK_STATE = 'LinkemuIngress.link_pass.pass_exit.link_errors.link_state'
+TABLE_LOSS_MODEL = 'LinkemuIngress.link_pass.arrival_features.loss_model.loss_model'
+TABLE_NEW_HEAD_SLOT_OF = 'LinkemuIngress.link_pass.flow_turn.flow_step.new_head_slot_of'
+TABLE_PACKET_FAULTS = 'LinkemuIngress.link_pass.arrival_features.packet_faults.packet_faults'
+TABLE_PORT_MAP = 'LinkemuIngress.link_pass.pass_entry.port_map.port_map'
+TABLE_QUEUE_PARAMS = 'LinkemuIngress.link_pass.arrival_features.queue_params.queue_params'
+TABLE_RED_CURVE = 'LinkemuIngress.link_pass.arrival_features.router_aqm.red.red_curve'
+TABLE_RED_DECAY = 'LinkemuIngress.link_pass.arrival_features.router_aqm.red.red_decay'
+TABLE_RED_PARAMS = 'LinkemuIngress.link_pass.arrival_features.router_aqm.red.red_params'
+TABLE_REFILL = 'LinkemuIngress.link_pass.flow_turn.flow_step.refill'
+TABLE_RELEASE = 'LinkemuIngress.link_pass.pass_exit.release.release'
+TABLE_ROUTER_COBALT_COBALT_COBALT_DECAY = 'LinkemuIngress.link_pass.arrival_features.router_cobalt.cobalt.cobalt_decay'
+TABLE_ROUTER_COBALT_COBALT_COBALT_LAW = 'LinkemuIngress.link_pass.arrival_features.router_cobalt.cobalt.cobalt_law'
+TABLE_ROUTER_COBALT_COBALT_COBALT_PARAMS = 'LinkemuIngress.link_pass.arrival_features.router_cobalt.cobalt.cobalt_params'
+TABLE_SLOT_OF_HEAD = 'LinkemuIngress.link_pass.link_offer.deferred_head.slot_of_head'
+TABLE_SLOT_OF_TAIL = 'LinkemuIngress.link_pass.admission.deferred_enqueue.slot_of_tail'
+TABLE_SLOT_OF_TICKET = 'LinkemuIngress.link_pass.queue_departure.deferred_take.slot_of_ticket'
+TABLE_TRAFFIC_CLASS = 'LinkemuIngress.link_pass.arrival_features.traffic_class.traffic_class'
+TABLE_WAKE = 'LinkemuIngress.link_pass.flow_turn.flow_learn.wake'
 
 # Actions
-ACTION_COSTS = 'LinkemuIngress.link_pass.link_clock.costs'
-ACTION_COUNTED = 'LinkemuIngress.link_pass.enter_queue.counted'
-ACTION_COUNT_HELD = 'LinkemuIngress.link_pass.count_held'
-ACTION_DECAY = 'LinkemuIngress.link_pass.router_aqm.red.decay'
-ACTION_DECIDE = 'LinkemuIngress.link_pass.release.decide'
-ACTION_DEFERRED_TAKE_TICKET_SLOT = 'LinkemuIngress.link_pass.deferred_take.ticket_slot'
-ACTION_DROP_ALL = 'LinkemuIngress.link_pass.router_aqm.red.drop_all'
-ACTION_FEATURED = 'LinkemuIngress.link_pass.link_arrival.featured'
-ACTION_FLOOD = 'LinkemuIngress.link_pass.port_map.flood'
-ACTION_FLOW_ENQUEUE_HOST_SHARE_SHARE_OF = 'LinkemuIngress.link_pass.flow_enqueue.host_share.share_of'
-ACTION_FLOW_LEARN_TICKET_SLOT = 'LinkemuIngress.link_pass.flow_learn.ticket_slot'
-ACTION_FLOW_OF = 'LinkemuIngress.link_pass.flow_enqueue.flow_of'
-ACTION_FLOW_SLOT = 'LinkemuIngress.link_pass.flow_step.flow_slot'
-ACTION_FLOW_STEP_COBALT_DECAY_TO = 'LinkemuIngress.link_pass.flow_step.cobalt.decay_to'
-ACTION_FLOW_STEP_COBALT_LAW = 'LinkemuIngress.link_pass.flow_step.cobalt.law'
-ACTION_FLOW_STEP_COBALT_SET_COBALT = 'LinkemuIngress.link_pass.flow_step.cobalt.set_cobalt'
-ACTION_FLOW_STEP_HOST_SHARE_SHARE_OF = 'LinkemuIngress.link_pass.flow_step.host_share.share_of'
-ACTION_FLOW_STEP_SOJOURN_RAMP_MARK_WITH = 'LinkemuIngress.link_pass.flow_step.sojourn_ramp.mark_with'
-ACTION_HEAD_SLOT = 'LinkemuIngress.link_pass.deferred_head.head_slot'
-ACTION_IDEAL = 'LinkemuIngress.link_pass.link_params.ideal'
-ACTION_INTO_RING = 'LinkemuIngress.link_pass.enter_queue.into_ring'
-ACTION_LINK_PASS_SOJOURN_RAMP_MARK_WITH = 'LinkemuIngress.link_pass.sojourn_ramp.mark_with'
-ACTION_LOG_EVENT = 'LinkemuIngress.link_pass.log_event'
-ACTION_LOG_EVENTS = 'LinkemuIngress.link_pass.event_log.log_events'
-ACTION_OFFER = 'LinkemuIngress.link_pass.best_effort_start.offer'
-ACTION_PLAIN = 'LinkemuIngress.link_pass.link_arrival.plain'
-ACTION_RETRANSMIT = 'LinkemuIngress.link_pass.link_errors.retransmit'
-ACTION_ROUTER_COBALT_COBALT_DECAY_TO = 'LinkemuIngress.link_pass.router_cobalt.cobalt.decay_to'
-ACTION_ROUTER_COBALT_COBALT_LAW = 'LinkemuIngress.link_pass.router_cobalt.cobalt.law'
-ACTION_ROUTER_COBALT_COBALT_SET_COBALT = 'LinkemuIngress.link_pass.router_cobalt.cobalt.set_cobalt'
-ACTION_SEARCH = 'LinkemuIngress.link_pass.queue_read.search'
-ACTION_SET_BAD = 'LinkemuIngress.link_pass.loss_model.set_bad'
-ACTION_SET_CLASS = 'LinkemuIngress.link_pass.traffic_class.set_class'
-ACTION_SET_DELAY = 'LinkemuIngress.link_pass.delay_variation.set_delay'
-ACTION_SET_DIRECTION = 'LinkemuIngress.link_pass.port_map.set_direction'
-ACTION_SET_ERROR = 'LinkemuIngress.link_pass.link_errors.set_error'
-ACTION_SET_FAULTS = 'LinkemuIngress.link_pass.packet_faults.set_faults'
-ACTION_SET_GOOD = 'LinkemuIngress.link_pass.loss_model.set_good'
-ACTION_SET_PARAMS = 'LinkemuIngress.link_pass.link_params.set_params'
-ACTION_SET_QUANTUM = 'LinkemuIngress.link_pass.flow_params.set_quantum'
-ACTION_SET_QUEUE = 'LinkemuIngress.link_pass.queue_params.set_queue'
-ACTION_SET_RED = 'LinkemuIngress.link_pass.router_aqm.red.set_red'
-ACTION_SET_SPIKE = 'LinkemuIngress.link_pass.delay_variation.set_spike'
-ACTION_SIGNAL_WITH = 'LinkemuIngress.link_pass.router_aqm.red.signal_with'
-ACTION_TAIL_SLOT = 'LinkemuIngress.link_pass.deferred_enqueue.tail_slot'
-ACTION_TAKE_SHARE = 'LinkemuIngress.link_pass.flow_step.take_share'
-ACTION_TO_PORT = 'LinkemuIngress.link_pass.port_map.to_port'
-ACTION_WAKE_AT = 'LinkemuIngress.link_pass.flow_learn.wake_at'
+ACTION_ADMISSION_LOG_EVENT = 'LinkemuIngress.link_pass.admission.log_event'
+ACTION_ADMISSION_SOJOURN_RAMP_MARK_WITH = 'LinkemuIngress.link_pass.admission.sojourn_ramp.mark_with'
+ACTION_ARRIVAL_FEATURES_LOG_EVENT = 'LinkemuIngress.link_pass.arrival_features.log_event'
+ACTION_ARRIVAL_FEATURES_QUEUE_READ_SEARCH = 'LinkemuIngress.link_pass.arrival_features.queue_read.search'
+ACTION_COSTS = 'LinkemuIngress.link_pass.arrival_features.link_clock.costs'
+ACTION_COUNTED = 'LinkemuIngress.link_pass.admission.enter_queue.counted'
+ACTION_COUNT_HELD = 'LinkemuIngress.link_pass.pass_entry.count_held'
+ACTION_DECAY = 'LinkemuIngress.link_pass.arrival_features.router_aqm.red.decay'
+ACTION_DECIDE = 'LinkemuIngress.link_pass.pass_exit.release.decide'
+ACTION_DEFERRED_TAKE_TICKET_SLOT = 'LinkemuIngress.link_pass.queue_departure.deferred_take.ticket_slot'
+ACTION_DROP_ALL = 'LinkemuIngress.link_pass.arrival_features.router_aqm.red.drop_all'
+ACTION_FEATURED = 'LinkemuIngress.link_pass.pass_entry.link_arrival.featured'
+ACTION_FLOOD = 'LinkemuIngress.link_pass.pass_entry.port_map.flood'
+ACTION_FLOW_ENQUEUE_HOST_SHARE_SHARE_OF = 'LinkemuIngress.link_pass.arrival_features.flow_enqueue.host_share.share_of'
+ACTION_FLOW_LEARN_TICKET_SLOT = 'LinkemuIngress.link_pass.flow_turn.flow_learn.ticket_slot'
+ACTION_FLOW_OF = 'LinkemuIngress.link_pass.arrival_features.flow_enqueue.flow_of'
+ACTION_FLOW_SLOT = 'LinkemuIngress.link_pass.flow_turn.flow_step.flow_slot'
+ACTION_FLOW_STEP_COBALT_DECAY_TO = 'LinkemuIngress.link_pass.flow_turn.flow_step.cobalt.decay_to'
+ACTION_FLOW_STEP_COBALT_LAW = 'LinkemuIngress.link_pass.flow_turn.flow_step.cobalt.law'
+ACTION_FLOW_STEP_COBALT_SET_COBALT = 'LinkemuIngress.link_pass.flow_turn.flow_step.cobalt.set_cobalt'
+ACTION_FLOW_STEP_HOST_SHARE_SHARE_OF = 'LinkemuIngress.link_pass.flow_turn.flow_step.host_share.share_of'
+ACTION_FLOW_STEP_SOJOURN_RAMP_MARK_WITH = 'LinkemuIngress.link_pass.flow_turn.flow_step.sojourn_ramp.mark_with'
+ACTION_FLOW_TURN_LOG_EVENT = 'LinkemuIngress.link_pass.flow_turn.log_event'
+ACTION_HEAD_SLOT = 'LinkemuIngress.link_pass.link_offer.deferred_head.head_slot'
+ACTION_IDEAL = 'LinkemuIngress.link_pass.link_offer.link_params.ideal'
+ACTION_INTO_RING = 'LinkemuIngress.link_pass.admission.enter_queue.into_ring'
+ACTION_LOG_EVENTS = 'LinkemuIngress.link_pass.pass_entry.event_log.log_events'
+ACTION_OFFER = 'LinkemuIngress.link_pass.link_offer.best_effort_start.offer'
+ACTION_PASS_ENTRY_LOG_EVENT = 'LinkemuIngress.link_pass.pass_entry.log_event'
+ACTION_PASS_ENTRY_QUEUE_READ_SEARCH = 'LinkemuIngress.link_pass.pass_entry.queue_read.search'
+ACTION_PASS_EXIT_LOG_EVENT = 'LinkemuIngress.link_pass.pass_exit.log_event'
+ACTION_PLAIN = 'LinkemuIngress.link_pass.pass_entry.link_arrival.plain'
+ACTION_RETRANSMIT = 'LinkemuIngress.link_pass.pass_exit.link_errors.retransmit'
+ACTION_ROUTER_COBALT_COBALT_DECAY_TO = 'LinkemuIngress.link_pass.arrival_features.router_cobalt.cobalt.decay_to'
+ACTION_ROUTER_COBALT_COBALT_LAW = 'LinkemuIngress.link_pass.arrival_features.router_cobalt.cobalt.law'
+ACTION_ROUTER_COBALT_COBALT_SET_COBALT = 'LinkemuIngress.link_pass.arrival_features.router_cobalt.cobalt.set_cobalt'
+ACTION_SET_BAD = 'LinkemuIngress.link_pass.arrival_features.loss_model.set_bad'
+ACTION_SET_CLASS = 'LinkemuIngress.link_pass.arrival_features.traffic_class.set_class'
+ACTION_SET_DELAY = 'LinkemuIngress.link_pass.link_offer.delay_variation.set_delay'
+ACTION_SET_DIRECTION = 'LinkemuIngress.link_pass.pass_entry.port_map.set_direction'
+ACTION_SET_ERROR = 'LinkemuIngress.link_pass.pass_exit.link_errors.set_error'
+ACTION_SET_FAULTS = 'LinkemuIngress.link_pass.arrival_features.packet_faults.set_faults'
+ACTION_SET_GOOD = 'LinkemuIngress.link_pass.arrival_features.loss_model.set_good'
+ACTION_SET_PARAMS = 'LinkemuIngress.link_pass.link_offer.link_params.set_params'
+ACTION_SET_QUANTUM = 'LinkemuIngress.link_pass.link_offer.flow_params.set_quantum'
+ACTION_SET_QUEUE = 'LinkemuIngress.link_pass.arrival_features.queue_params.set_queue'
+ACTION_SET_RED = 'LinkemuIngress.link_pass.arrival_features.router_aqm.red.set_red'
+ACTION_SET_SPIKE = 'LinkemuIngress.link_pass.link_offer.delay_variation.set_spike'
+ACTION_SIGNAL_WITH = 'LinkemuIngress.link_pass.arrival_features.router_aqm.red.signal_with'
+ACTION_TAIL_SLOT = 'LinkemuIngress.link_pass.admission.deferred_enqueue.tail_slot'
+ACTION_TAKE_SHARE = 'LinkemuIngress.link_pass.flow_turn.flow_step.take_share'
+ACTION_TO_PORT = 'LinkemuIngress.link_pass.pass_entry.port_map.to_port'
+ACTION_WAKE_AT = 'LinkemuIngress.link_pass.flow_turn.flow_learn.wake_at'
 
 # Match fields
 FIELD_AVG = 'avg'
@@ -114,27 +119,27 @@ FIELD_SUM_Q16 = 'sum_q16'
 
 # Counters (by alias), in the program's order: what each counts (its @brief)
 COUNTERS = {
-    'link_in': 'packets entering the link',
-    'drop_queue': 'dropped: router queue full',
     'ramp_marks': 'ECT(1) marked CE by the sojourn-time ramp',
     'cobalt_marks': 'marked CE by COBALT',
     'drop_codel': "dropped: COBALT's CoDel, leaving the router queue",
     'drop_blue': "dropped: COBALT's BLUE, leaving the router queue",
-    'drop_link_error': 'dropped: link error (after ARQ, if any)',
-    'drop_loss_model': 'dropped: Bernoulli / Gilbert-Elliott loss model',
+    'link_in': 'packets entering the link',
     'drop_malformed': 'dropped: not an Ethernet frame',
     'drop_hold': 'dropped on arrival: the hold held as many as it takes',
+    'drop_loss_model': 'dropped: Bernoulli / Gilbert-Elliott loss model',
+    'drop_aqm': 'dropped: RED (not ECN-capable, or above max_th)',
+    'drop_aqm_ect': 'of which ECN-capable (above max_th, or ECN off)',
+    'ecn_marks': 'marked CE by RED',
+    'drop_queue': 'dropped: router queue full',
+    'sent_ahead': 'packets sent ahead of the others (reorder)',
+    'corrupted': 'packets with one bit flipped (corrupt)',
+    'queue_enter': 'packets that waited in the router queue',
+    'drop_link_error': 'dropped: link error (after ARQ, if any)',
     'retransmissions': 'ARQ retransmission attempts',
     'arq_delayed': 'packets delayed by ARQ',
     'held_behind': 'packets held behind a retransmission (in-order release)',
     'release_skips': 'packets released before an earlier one of their direction',
-    'sent_ahead': 'packets sent ahead of the others (reorder)',
     'duplicated': 'packets released twice (duplicate; link_out counts both)',
-    'corrupted': 'packets with one bit flipped (corrupt)',
-    'queue_enter': 'packets that waited in the router queue',
-    'drop_aqm': 'dropped: RED (not ECN-capable, or above max_th)',
-    'drop_aqm_ect': 'of which ECN-capable (above max_th, or ECN off)',
-    'ecn_marks': 'marked CE by RED',
     'release_paced': "held packets due that went round once more: BMv2's output queue",
     'released_ahead': "released to wait in the output port's queue until due (timed departure)",
     'link_out': 'packets delivered at the far end (a flooded one once)',

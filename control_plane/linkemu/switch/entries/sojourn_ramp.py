@@ -20,8 +20,8 @@ def sojourn_ramp(target_us):
 
 # The two ramps: on arrival for one FIFO queue, when a flow queue is served
 # for flow isolation.
-INSTANCES = ((p4.TABLE_LINK_PASS_SOJOURN_RAMP_SOJOURN_RAMP,
-              p4.ACTION_LINK_PASS_SOJOURN_RAMP_MARK_WITH, False),
+INSTANCES = ((p4.TABLE_ADMISSION_SOJOURN_RAMP_SOJOURN_RAMP,
+              p4.ACTION_ADMISSION_SOJOURN_RAMP_MARK_WITH, False),
              (p4.TABLE_FLOW_STEP_SOJOURN_RAMP_SOJOURN_RAMP,
               p4.ACTION_FLOW_STEP_SOJOURN_RAMP_MARK_WITH, True))
 

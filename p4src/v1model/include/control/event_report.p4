@@ -1,6 +1,6 @@
 // The event log's glue: a logged packet's one event (EventLog decides which
-// directions log; LinkPass's log_event records it) goes to the controller in
-// a digest, with the instant it happened.
+// directions log; log_event records it) goes to the controller in a digest,
+// with the instant it happened.
 #ifndef LINKEMU_EVENT_REPORT_P4
 #define LINKEMU_EVENT_REPORT_P4
 
@@ -9,6 +9,20 @@
 // The latest egress pass of a logged packet: "now" for a held packet's
 // event, fresher than its own last pass.
 register<time_us_t>(1) log_clock;
+
+// The packet's one event, when its direction logs: EventDigest reports it
+// after the pass. Each control that logs declares the action
+// (LOG_EVENT_ACTION): one outside a control would take the headers as an
+// argument, which p4c copies in and out, header by header.
+#define LOG_EVENT_ACTION \
+    action log_event(bit<8> outcome, time_us_t at) { \
+        hdr.feature.setValid(); \
+        hdr.feature.report = true; \
+        hdr.feature.event = {hdr.link.pkt.dir, outcome, hdr.link.pkt.seq, \
+                             (bit<16>) hdr.pass.l3_len, hdr.link.pkt.arrival_us, \
+                             hdr.link.pkt.start_us, hdr.link.pkt.due_us, at, \
+                             hdr.link.pkt.retx, hdr.link.pkt.flags[7:0]}; \
+    }
 
 // hdr.pass.clock: the later of the log clock and the pass's own "now".
 control LogClockRead(inout headers_t hdr) {
