@@ -8,10 +8,10 @@ PROFILE ?= profiles/ethernet.yaml
 FIXED   ?= 1
 MOBILE  ?= 1
 DEBIAN_PACKAGES := python3-venv mininet iperf3 tcpdump ethtool iproute2 iputils-ping nftables \
-                   clang llvm libbpf-dev bpftool munge slurmctld slurmd slurm-client
+                   clang llvm libbpf-dev bpftool munge slurmctld slurmd slurm-client valgrind
 P4_TOOLS := tools/install-p4-tools.sh
 
-.PHONY: all setup p4-tools check-tools bf-p4c tofino-controls image build constants schemas run experiment ptf test unit bench bench-tcp soak clean
+.PHONY: all setup p4-tools check-tools bf-p4c tofino-controls image build constants schemas run experiment ptf test unit bench bench-tcp bench-instructions soak clean
 
 all: build
 
@@ -142,6 +142,11 @@ bench: build
 bench-tcp: build
 	$(PYTHON) bench/tcp_fidelity.py --profile profiles/gprs-optimal.yaml \
 	    --profile profiles/10mbit-20ms.yaml --seconds 20
+
+# Instructions BMv2 spends on a frame, per program and per feature, counted
+# by callgrind (docs/bmv2-costs.md): steady where the benchmark's rates vary.
+bench-instructions: build
+	$(PYTHON) bench/instructions.py $(if $(OUT),--out $(OUT))
 
 # The soak (needs Mininet): MINUTES of S-WWW medium ARQ with TCP, UDP and the
 # state driver; memory, drift and accounting into results/soak-DATE/.

@@ -1,4 +1,5 @@
-"""The benchmark's report, from hand-made results (no switch needed)."""
+"""The benchmark's report and its helpers, from hand-made results (no switch
+needed)."""
 
 import json
 import os
@@ -10,6 +11,7 @@ import pytest
 
 sys.path.append(str(Path(__file__).resolve().parent.parent / "bench"))
 import benchmark  # noqa: E402
+import instructions  # noqa: E402
 import programs  # noqa: E402
 import report  # noqa: E402
 import tcp_fidelity  # noqa: E402
@@ -689,3 +691,12 @@ def test_networks_side_by_side_are_judged_run_by_run_against_the_same_run_alone(
     assert "| a_r01 | 4.600 | 4.600 | +0.00 | 0.50 / 0.60 | 1.00 / 1.20 |" in text
     data["side_by_side"] = {"skipped": "Mininet is not installed"}
     assert "Not measured: Mininet is not installed." in report.markdown(data)
+
+
+def test_callgrind_totals_reads_a_dumps_count():
+    dump = ("# callgrind format\nversion: 1\ncreator: callgrind-3.19.0\npid: 12\n"
+            "cmd:  simple_switch_grpc\npart: 2\n\nevents: Ir\n\nfl=(1) x.cc\nfn=(1) f\n"
+            "3 120\n\nsummary: 987654\ntotals: 987654\n")
+    assert instructions.callgrind_totals(dump) == 987654
+    with pytest.raises(ValueError):
+        instructions.callgrind_totals("events: Ir\n3 120\n")

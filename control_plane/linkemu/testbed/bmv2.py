@@ -166,8 +166,10 @@ class SimpleSwitchGrpc:
     """
 
     def __init__(self, ports, grpc_port=9559, device_id=0, log_path=None, cpu=None,
-                 thrift_port=None):
+                 thrift_port=None, wrapper=(), start_timeout=15.0):
         self.ports = dict(ports)
+        self.wrapper = list(wrapper)   # a tool that runs the switch (valgrind), its argv
+        self.start_timeout = start_timeout
         cores = sorted(os.sched_getaffinity(0))
         self.cpu = cores[-1] if cpu is None else cpu
         self.grpc_port = grpc_port
@@ -182,7 +184,7 @@ class SimpleSwitchGrpc:
         self.stopped = threading.Event()
 
     def command(self):
-        args = [SWITCH_BINARY, "--device-id", str(self.device_id), "--no-p4",
+        args = [*self.wrapper, SWITCH_BINARY, "--device-id", str(self.device_id), "--no-p4",
                 "--thrift-port", str(self.thrift_port)]
         for number, name in sorted(self.ports.items()):
             args += ["-i", f"{number}@{name}"]
@@ -191,7 +193,7 @@ class SimpleSwitchGrpc:
             args += [DEPARTURE_OPTION, DEPARTURE_FIELD]
         return args
 
-    def start(self, timeout=15.0):
+    def start(self):
         for port in (self.grpc_port, self.thrift_port):
             if _listening("127.0.0.1", port):
                 raise RuntimeError(f"127.0.0.1:{port} is already taken by another server")
@@ -204,7 +206,7 @@ class SimpleSwitchGrpc:
                 self.command(), stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
                 preexec_fn=lambda: os.sched_setaffinity(0, {self.cpu}))
         leftovers.note_process(self.process, SWITCH_BINARY)
-        deadline = time.monotonic() + timeout
+        deadline = time.monotonic() + self.start_timeout
         while not (_listening("127.0.0.1", self.grpc_port) and
                    _listening("127.0.0.1", self.thrift_port)):
             if self.process.poll() is not None:
@@ -215,7 +217,8 @@ class SimpleSwitchGrpc:
             if time.monotonic() > deadline:
                 self.stop()
                 raise RuntimeError(f"{SWITCH_BINARY} did not open {self.grpc_address} and "
-                                   f"Thrift port {self.thrift_port} within {timeout} s; "
+                                   f"Thrift port {self.thrift_port} within "
+                                   f"{self.start_timeout} s; "
                                    f"see {self.log_path}")
             time.sleep(0.05)
         # BMv2 starts taking frames in once a program is set.

@@ -16,15 +16,16 @@ from .veth import VethPair
 
 
 @contextmanager
-def veth_switch(ports):
-    """A switch with no program on veth pairs for the port numbers `ports`.
+def veth_switch(ports, **switch_options):
+    """A switch with no program on veth pairs for the port numbers `ports`;
+    `switch_options` go to SimpleSwitchGrpc.
 
     Yields (SimpleSwitchGrpc, {port number: test-side interface name})."""
     leftovers.clean_before_building()
     tag = f"le{os.getpid() % 100000}"
     pairs = {port: VethPair(f"{tag}-{port}s", f"{tag}-{port}p") for port in ports}
     switch = SimpleSwitchGrpc({p: v.switch_end for p, v in pairs.items()},
-                              grpc_port=free_tcp_port())
+                              grpc_port=free_tcp_port(), **switch_options)
     try:
         for pair in pairs.values():
             pair.create()
