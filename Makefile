@@ -145,6 +145,7 @@ bench-tcp: build
 
 # Instructions BMv2 spends on a frame, per program and per feature, counted
 # by callgrind (docs/bmv2-costs.md): steady where the benchmark's rates vary.
+# OUT=FILE: the counts as JSON too.
 bench-instructions: build
 	$(PYTHON) bench/instructions.py $(if $(OUT),--out $(OUT))
 

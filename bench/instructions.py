@@ -20,6 +20,7 @@ linkemu runs on a 1 Gbit/s link, plain and then with one feature at a time
 import argparse
 import json
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -28,6 +29,7 @@ from pathlib import Path
 
 from linkemu.switch.p4runtime import Switch
 from linkemu.switch.push import install, push_profile, set_hold
+from linkemu.testbed import leftovers
 from linkemu.testbed.veth_switch import veth_switch
 
 from benchmark import FEATURES, LAYOUT, build_info, link, machine
@@ -120,11 +122,28 @@ def linkemu(frames):
     return rows
 
 
+def frame_count(text):
+    count = int(text)
+    if count < 1:
+        raise argparse.ArgumentTypeError(f"{text}: at least one frame")
+    return count
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--frames", type=int, default=FRAMES)
+    parser.add_argument("--frames", type=frame_count, default=FRAMES,
+                        help=f"frames counted in each run (default {FRAMES})")
     parser.add_argument("--out", type=Path, help="write the results here as JSON")
     args = parser.parse_args(argv)
+    missing = [tool for tool in ("valgrind", "callgrind_control") if not shutil.which(tool)]
+    if missing:
+        print(f"{', '.join(missing)} missing: 'make setup' installs valgrind", file=sys.stderr)
+        return 2
+    for path in (*BASELINE, *PLAIN_BASELINE, *LINKEMU):
+        if not path.exists():
+            print(f"{path} is missing: run 'make build'", file=sys.stderr)
+            return 2
+    leftovers.exit_on_termination()
     plain = link().downlink
     results = {"machine": machine(), "build": build_info(), "frames": args.frames,
                "forward": baseline(BASELINE, [], args.frames),
@@ -138,6 +157,7 @@ def main(argv=None):
         print(f"{'linkemu, ' + feature:34} {row['instructions_per_frame']:>10}")
     if args.out:
         args.out.write_text(json.dumps(results, indent=1) + "\n")
+    return 0
 
 
 if __name__ == "__main__":

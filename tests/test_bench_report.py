@@ -700,3 +700,9 @@ def test_callgrind_totals_reads_a_dumps_count():
     assert instructions.callgrind_totals(dump) == 987654
     with pytest.raises(ValueError):
         instructions.callgrind_totals("events: Ir\n3 120\n")
+
+
+def test_the_instruction_count_refuses_a_run_of_no_frames(capsys):
+    with pytest.raises(SystemExit):
+        instructions.main(["--frames", "0"])
+    assert "--frames: 0: at least one frame" in capsys.readouterr().err
