@@ -38,7 +38,7 @@ ARCHITECTURE_NAMES = re.compile(
 
 
 def test_the_link_model_names_no_architecture():
-    # p4src/include is what BMv2 and Tofino both compile (docs/targets.md).
+    # p4src/include is the link model both targets build on (docs/targets.md).
     found = []
     for path in sorted((ROOT / "p4src" / "include").rglob("*.p4")):
         for number, line in enumerate(path.read_text().splitlines(), 1):
