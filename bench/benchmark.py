@@ -46,7 +46,7 @@ from linkemu.testbed.veth_switch import veth_switch, veth_testbed
 from programs import (BASELINE, HOLD_BASELINE, LANES_BASELINE, LANES_IN_ORDER_BASELINE,
                       LINKEMU, MINIMAL_BASELINE,
                       PLAIN_BASELINE, PROGRAMS, ROOT, SHAPE_BASELINE, minimal_link_entries,
-                      plain_arrival_entries)
+                      plain_arrival_entries, sync_baseline)
 from report import BUSY, TARGET_RATE_BPS, rate_label, write_report
 from traffic import flood, frame_seq, paced
 
@@ -135,9 +135,7 @@ class Bench:
         if self.linkemu:
             push_profile(self.controller, profile)
             return
-        entries = self.link_entries(profile.downlink)
-        for table in dict.fromkeys(e.table for e in entries):
-            self.controller.sync_table(table, [e for e in entries if e.table == table])
+        sync_baseline(self.controller, self.link_entries(profile.downlink))
 
     def load(self, program, link_entries=None, queues=None):
         """A baseline program, for one with a link its entries' writer, and

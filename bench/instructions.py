@@ -28,12 +28,12 @@ import time
 from pathlib import Path
 
 from linkemu.switch.p4runtime import Switch
-from linkemu.switch.push import install, push_profile, set_hold
+from linkemu.switch.push import push_profile
 from linkemu.testbed import leftovers
-from linkemu.testbed.veth_switch import veth_switch
+from linkemu.testbed.veth_switch import veth_switch, veth_testbed
 
 from benchmark import FEATURES, LAYOUT, build_info, link, machine
-from programs import BASELINE, LINKEMU, PLAIN_BASELINE, plain_arrival_entries
+from programs import BASELINE, LINKEMU, PLAIN_BASELINE, plain_arrival_entries, sync_baseline
 from traffic import paced
 
 FRAMES = 200
@@ -103,19 +103,16 @@ def baseline(program, entries, frames):
             veth_switch([1, 2], **under_callgrind(dumps)) as (switch, peers):
         with Switch(switch.grpc_address, timeout=START_TIMEOUT_S) as controller:
             controller.set_pipeline(*program)
-            for table in dict.fromkeys(e.table for e in entries):
-                controller.sync_table(table, [e for e in entries if e.table == table])
+            sync_baseline(controller, entries)
         return frame_cost(switch, peers, Counting(switch.pid, Path(dumps)), frames)
 
 
 def linkemu(frames):
     rows = {}
     with tempfile.TemporaryDirectory() as dumps, \
-            veth_switch([1, 2], **under_callgrind(dumps)) as (switch, peers):
+            veth_testbed(LAYOUT, link(), *LINKEMU, **under_callgrind(dumps)) as (switch, peers):
         counting = Counting(switch.pid, Path(dumps))
         with Switch(switch.grpc_address, timeout=START_TIMEOUT_S) as controller:
-            install(controller, *LINKEMU, LAYOUT, link())
-            set_hold(controller, switch.hold_capacity, switch.timed)
             for name, extra in FEATURES:
                 push_profile(controller, link(rate="1Gbit", **extra))
                 rows[name] = frame_cost(switch, peers, counting, frames)

@@ -24,6 +24,15 @@ MINIMAL_LINK = "MinimalIngress.link"
 PLAIN = "PlainIngress."
 
 
+def sync_baseline(controller, entries):
+    """Makes each table of a baseline's `entries` hold exactly its entries,
+    in one batch."""
+    tables = {}
+    for entry in entries:
+        tables.setdefault(entry.table, []).append(entry)
+    controller.sync_tables(tables)
+
+
 def minimal_link_entries(direction):
     """bench/minimal_link.p4's link, both ways, from a profile's direction: its
     rate, delay and queue limit, no errors."""

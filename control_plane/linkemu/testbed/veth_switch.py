@@ -38,9 +38,10 @@ def veth_switch(ports, **switch_options):
 
 
 @contextmanager
-def veth_testbed(layout, profile, p4info_path, bmv2_json_path):
+def veth_testbed(layout, profile, p4info_path, bmv2_json_path, **switch_options):
     """linkemu with a port layout and a profile on veth pairs; yields as veth_switch."""
-    with veth_switch([p.number for p in layout.fixed + layout.mobile]) as (switch, peers):
+    with veth_switch([p.number for p in layout.fixed + layout.mobile],
+                     **switch_options) as (switch, peers):
         with Switch(switch.grpc_address) as controller:
             install(controller, p4info_path, bmv2_json_path, layout, profile)
             set_hold(controller, switch.hold_capacity, switch.timed)
