@@ -31,9 +31,11 @@ DEPARTURE_FIELD = "scalars.metadata_t.depart_us"
 # With it, held packets sleep in the hold ports' queues, 16 of them (and in
 # the turn lane's 16): each deep enough for its share of the capacity. A
 # packet released ahead of its due instant sleeps in its output port's
-# queue, which takes as many as the hold.
+# queue, which takes as many as the hold, and room beyond for frames released
+# as they fall due, which leave at once and which the hold does not count.
 HOLD_QUEUE_DEPTH = 1024
 TIMED_HOLD_CAPACITY = 15000
+OUTPUT_QUEUE_DEPTH = TIMED_HOLD_CAPACITY + 1024
 # Without it every held packet goes round the hold loop, whose release error
 # grows with the packets held: a busy link's p99 stayed within 1 ms up to
 # about this many (docs/benchmark.md).
@@ -230,7 +232,7 @@ class SimpleSwitchGrpc:
                 for port in HOLD_QUEUES:
                     queues.set_depth(port, HOLD_QUEUE_DEPTH)
                 for port in self.ports:
-                    queues.set_depth(port, TIMED_HOLD_CAPACITY)
+                    queues.set_depth(port, OUTPUT_QUEUE_DEPTH)
 
     @property
     def hold_capacity(self):

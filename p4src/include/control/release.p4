@@ -31,23 +31,26 @@ control Release(in time_us_t now_us, inout seq_t next_release, inout link_meta_t
     // its parameter in place. The flags are set first, and the rest reads
     // them there: BMv2 evaluates an expression anew wherever p4c puts it.
     action decide(time_us_t stall_us) {
-        // Modular distance to the next packet in line; negative means this
-        // packet's turn was skipped already and it must not wait any more.
-        int<32> ahead = (int<32>) (m.pkt.seq - next_release);
+        // Modular distance to the next packet in line: below 2^31 this
+        // packet is at or after it, above it its turn was skipped already and
+        // it must not wait any more. Compared unsigned: a signed cast costs
+        // BMv2 a modulo.
+        bit<32> behind = m.pkt.seq - next_release;
+        bool waits = behind - 1 < 0x7fffffff;   // behind is in 1 .. 2^31 - 1
         bool in_line = m.pkt.flags & PKT_AHEAD == 0;
         bool settled = m.pkt.flags & (PKT_TIMED | PKT_LINK_DONE | PKT_QUEUED | PKT_DEFERRED |
                                       PKT_LOG | PKT_AHEAD | PKT_DUPLICATE | PKT_FLOOD) ==
-                       (PKT_TIMED | PKT_LINK_DONE) && ahead == 0;
+                       (PKT_TIMED | PKT_LINK_DONE) && behind == 0;
         m.pkt.flags = (m.pkt.flags & ~PKT_TURN) |
                       (now_us < m.pkt.due_us && !settled ? 0 :
-                       (!in_line || ahead <= 0 || now_us >= m.pkt.due_us + stall_us ?
-                        PKT_RELEASED | (in_line && ahead > 0 ? PKT_SKIPPED : 0) :
+                       (!in_line || !waits || now_us >= m.pkt.due_us + stall_us ?
+                        PKT_RELEASED | (in_line && waits ? PKT_SKIPPED : 0) :
                         PKT_TURN));
         m.pkt.wake_us = m.pkt.due_us + stall_us;   // for PKT_TURN: when it gives up
         // (The flags read anew, not a local kept from before they changed,
         // which would be a metadata field.)
-        next_release = m.pkt.flags & (PKT_RELEASED | PKT_AHEAD) == PKT_RELEASED && ahead >= 0 ?
-                       m.pkt.seq + 1 : next_release;
+        next_release = m.pkt.flags & (PKT_RELEASED | PKT_AHEAD) == PKT_RELEASED &&
+                       behind < 0x80000000 ? m.pkt.seq + 1 : next_release;
     }
 
     // Without an entry a direction releases each packet when it is due.

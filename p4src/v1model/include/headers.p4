@@ -7,6 +7,24 @@
 
 #include "../../include/headers.p4"
 
+// The hold's positions in both directions, which count the packets it holds
+// (PassEntry's count_held): each read into a field of its own and summed in
+// one expression, where a running sum would be an assignment per register.
+struct hold_positions_t {
+    seq_t   admitted_0;      // link order given so far (next_seq)
+    seq_t   admitted_1;
+    seq_t   released_0;      // released so far (release_next)
+    seq_t   released_1;
+    bit<32> deferred_0;      // the deferred rings' tails and heads
+    bit<32> deferred_1;
+    bit<32> settled_0;
+    bit<32> settled_1;
+    bit<32> out_released_0;  // timed: released, and reached their port's egress
+    bit<32> out_released_1;
+    bit<32> out_reached_0;
+    bit<32> out_reached_1;
+}
+
 // Working values live in headers, not in locals or metadata, which BMv2
 // charges on every pass (docs/bmv2-costs.md); a header's fields only when it
 // is made valid, which only the code that uses them does. A link-model
@@ -39,8 +57,7 @@ header pass_h {
     bit<16>    rand;
     time_us_t  busy_until;
     seq_t      next;      // the direction's next release
-    bit<32>    held;      // packets the hold loop carries (LinkPass's count_held)
-    bit<32>    held_part;
+    hold_positions_t held;
     // The event log's "now" (log_clock): here, since log_event makes
     // feature_pass_h valid and p4c would copy an argument from it.
     time_us_t  clock;

@@ -7,8 +7,9 @@
 // The arrival on every direction, on BMv2: a plain direction's, whole, in
 // the action of its entry (LinkClock's arithmetic for a direction without
 // optional features), and for the others only the note that they take
-// LinkClock's (featured). In BMv2 every assignment, every field of a header
-// made valid and every operation of an expression costs
+// LinkClock's (featured). An admitted frame leaves the link free at
+// w.finish, which Admission writes. In BMv2 every assignment, every field
+// of a header made valid and every operation of an expression costs
 // (docs/bmv2-costs.md): one action with its parameters in place is the
 // cheapest form of the clock. Its working values are the pass's (w), fields
 // the action sets once and then reads: p4c would carry a value in an
@@ -32,7 +33,8 @@ control LinkArrival(inout pass_h w, inout link_meta_t m) {
         w.setValid();
         w.start = w.free > w.leave ? w.free : w.leave;
         w.setValid();
-        w.finish = w.start + bytes * (time_q_t) byte_cost_q;
+        // (The bytes anew: a local read past a setValid() is a field.)
+        w.finish = w.start + (time_q_t) (w.l3_len + overhead_bytes) * (time_q_t) byte_cost_q;
         w.setValid();
         // Rounded up as SetTimes does: it leaves the router queue after its
         // arrival (waits there) exactly when leave_us does.
@@ -47,8 +49,6 @@ control LinkArrival(inout pass_h w, inout link_meta_t m) {
                         (queue_bytes_limit != 0 &&
                          w.waiting_bytes + w.l3_len > queue_bytes_limit) ? 0 :
                         PKT_QUEUED | PKT_ADMITTED));
-        m.pkt.setValid();
-        w.free = m.pkt.flags & PKT_ADMITTED == 0 ? w.free : w.finish;
     }
 
     action featured() {

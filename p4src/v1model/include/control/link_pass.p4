@@ -51,7 +51,6 @@ control LinkPass(inout headers_t hdr, inout metadata_t meta,
     PassExit(retx_busy_until, block_from, drop_codel, drop_blue) pass_exit;
 
     apply {
-        hdr.pass.setValid();
         pass_entry.apply(hdr, std);           // exits unless the frame is the link's
         link_offer.apply(hdr);
         if (std.instance_type != INSTANCE_TYPE_RECIRC) {

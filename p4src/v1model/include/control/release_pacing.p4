@@ -18,8 +18,13 @@
 //
 // A switch with timed departure (PKT_TIMED) queues as many frames for a
 // port as the hold takes (the launcher sets the depth), and a frame released
-// ahead sleeps there until due: it is not paced, and its number only counts
-// it as held until it reaches egress (LinkPass's count_held).
+// ahead sleeps there until its departure instant (ReleaseDeparture): it is
+// not paced, and its number only counts it as held until it reaches egress
+// (PassEntry's count_held). A frame that leaves at once is forwarded as any
+// frame, uncounted, in the room the launcher leaves beyond the hold's.
+//
+// ReleasePacing also stores the direction's next release (Release's), unless
+// it holds the frame back, which keeps its turn.
 #ifndef LINKEMU_RELEASE_PACING_P4
 #define LINKEMU_RELEASE_PACING_P4
 
@@ -37,19 +42,21 @@ register<time_us_t>(NUM_DIRECTIONS) out_progress_us;
 // A held frame released to a port that finds OUT_PACE of its direction's
 // held releases still ahead of the port keeps its turn and goes round once
 // more in the turn lane.
-control ReleasePacing(inout headers_t hdr, inout standard_metadata_t std) {
+control ReleasePacing(inout headers_t hdr, in metadata_t meta, inout standard_metadata_t std) {
     @brief("held packets due that went round once more: BMv2's output queue")
     counter(NUM_DIRECTIONS, CounterType.packets) release_paced;
 
     apply {
         if (hdr.link.pkt.flags & (PKT_RELEASED | PKT_LOST | PKT_DUPLICATE | PKT_FLOOD |
-                                  PKT_TIMED) == (PKT_RELEASED | PKT_TIMED)) {
+                                  PKT_TIMED) == (PKT_RELEASED | PKT_TIMED) &&
+            meta.depart_us > hdr.pass.now) {
             out_released.read(hdr.pass.out_no, hdr.link.pkt.dir);
             hdr.pass.out_no = hdr.pass.out_no + 1;
             out_released.write(hdr.link.pkt.dir, hdr.pass.out_no);
+            release_next.write(hdr.link.pkt.dir, hdr.pass.next);
         } else if (std.instance_type == INSTANCE_TYPE_RECIRC &&
-                   hdr.link.pkt.flags & (PKT_RELEASED | PKT_LOST | PKT_DUPLICATE | PKT_FLOOD) ==
-                   PKT_RELEASED) {
+                   hdr.link.pkt.flags & (PKT_RELEASED | PKT_LOST | PKT_DUPLICATE | PKT_FLOOD |
+                                         PKT_TIMED) == PKT_RELEASED) {
             out_released.read(hdr.pass.out_no, hdr.link.pkt.dir);
             out_reached.read(hdr.pass.out_seen, hdr.link.pkt.dir);
             out_progress_us.read(hdr.pass.out_progress_us, hdr.link.pkt.dir);
@@ -57,15 +64,17 @@ control ReleasePacing(inout headers_t hdr, inout standard_metadata_t std) {
                 hdr.pass.now < hdr.pass.out_progress_us + OUT_STALL_US) {
                 release_paced.count(hdr.link.pkt.dir);
                 hdr.link.pkt.flags = hdr.link.pkt.flags & ~(PKT_RELEASED | PKT_SKIPPED);
-                release_next.read(hdr.pass.next, hdr.link.pkt.dir);
                 std.egress_spec = turn_port(hdr.link.pkt.seq);
             } else {
                 hdr.pass.out_no = hdr.pass.out_no + 1;
                 out_released.write(hdr.link.pkt.dir, hdr.pass.out_no);
+                release_next.write(hdr.link.pkt.dir, hdr.pass.next);
                 if (hdr.pass.now > hdr.pass.out_progress_us) {
                     out_progress_us.write(hdr.link.pkt.dir, hdr.pass.now);
                 }
             }
+        } else {
+            release_next.write(hdr.link.pkt.dir, hdr.pass.next);
         }
     }
 }

@@ -44,7 +44,7 @@ control Admission(inout headers_t hdr, inout standard_metadata_t std)
                 mark_to_drop(std);
             }
         } else if (!hdr.pass.featured) {
-            link_free.write(hdr.link.pkt.dir, hdr.pass.free);
+            link_free.write(hdr.link.pkt.dir, hdr.pass.finish);   // LinkArrival's
             next_seq.read(hdr.link.pkt.seq, hdr.link.pkt.dir);
             hdr.pass.seq = hdr.link.pkt.seq + 1;
             hdr.pass.setValid();   // valid: only keeps p4c from a temporary (LinkArrival)

@@ -40,30 +40,26 @@ control PassEntry(inout headers_t hdr, inout standard_metadata_t std)
     // timed departure (`timed`: the packet's PKT_TIMED), where only the
     // packets due go round.
     action count_held(bit<32> capacity, bit<1> timed) {
-        next_seq.read(hdr.pass.held, 0);
-        release_next.read(hdr.pass.held_part, 0);
-        hdr.pass.held = hdr.pass.held - hdr.pass.held_part;
-        next_seq.read(hdr.pass.held_part, 1);
-        hdr.pass.held = hdr.pass.held + hdr.pass.held_part;
-        release_next.read(hdr.pass.held_part, 1);
-        hdr.pass.held = hdr.pass.held - hdr.pass.held_part;
-        defer_tail.read(hdr.pass.held_part, 0);
-        hdr.pass.held = hdr.pass.held + hdr.pass.held_part;
-        defer_head.read(hdr.pass.held_part, 0);
-        hdr.pass.held = hdr.pass.held - hdr.pass.held_part;
-        defer_tail.read(hdr.pass.held_part, 1);
-        hdr.pass.held = hdr.pass.held + hdr.pass.held_part;
-        defer_head.read(hdr.pass.held_part, 1);
-        hdr.pass.held = hdr.pass.held - hdr.pass.held_part;
-        out_released.read(hdr.pass.held_part, 0);
-        hdr.pass.held = hdr.pass.held + (timed == 1 ? hdr.pass.held_part : 0);
-        out_reached.read(hdr.pass.held_part, 0);
-        hdr.pass.held = hdr.pass.held - (timed == 1 ? hdr.pass.held_part : 0);
-        out_released.read(hdr.pass.held_part, 1);
-        hdr.pass.held = hdr.pass.held + (timed == 1 ? hdr.pass.held_part : 0);
-        out_reached.read(hdr.pass.held_part, 1);
-        hdr.pass.held = hdr.pass.held - (timed == 1 ? hdr.pass.held_part : 0);
-        hdr.pass.refused = hdr.pass.held >= capacity;
+        next_seq.read(hdr.pass.held.admitted_0, 0);
+        next_seq.read(hdr.pass.held.admitted_1, 1);
+        release_next.read(hdr.pass.held.released_0, 0);
+        release_next.read(hdr.pass.held.released_1, 1);
+        defer_tail.read(hdr.pass.held.deferred_0, 0);
+        defer_tail.read(hdr.pass.held.deferred_1, 1);
+        defer_head.read(hdr.pass.held.settled_0, 0);
+        defer_head.read(hdr.pass.held.settled_1, 1);
+        out_released.read(hdr.pass.held.out_released_0, 0);
+        out_released.read(hdr.pass.held.out_released_1, 1);
+        out_reached.read(hdr.pass.held.out_reached_0, 0);
+        out_reached.read(hdr.pass.held.out_reached_1, 1);
+        hdr.pass.refused = hdr.pass.held.admitted_0 - hdr.pass.held.released_0 +
+                           hdr.pass.held.admitted_1 - hdr.pass.held.released_1 +
+                           hdr.pass.held.deferred_0 - hdr.pass.held.settled_0 +
+                           hdr.pass.held.deferred_1 - hdr.pass.held.settled_1 +
+                           (timed == 1 ? hdr.pass.held.out_released_0 -
+                                         hdr.pass.held.out_reached_0 +
+                                         hdr.pass.held.out_released_1 -
+                                         hdr.pass.held.out_reached_1 : 0) >= capacity;
         hdr.link.pkt.flags = hdr.link.pkt.flags | (timed == 1 ? PKT_TIMED : 0);
     }
 
@@ -82,7 +78,9 @@ control PassEntry(inout headers_t hdr, inout standard_metadata_t std)
         // state ahead of it. HELD_CELLS: a held packet counts in cells apart.
         // (A pass that ends here exits: a return would be a flag that p4c
         // keeps in metadata and tests before every statement after it.)
+        // (pass_h made valid in each branch, in the table of what follows.)
         if (std.instance_type != INSTANCE_TYPE_RECIRC) {
+            hdr.pass.setValid();
             hdr.link.pkt.setValid();   // zeroed, as the link model expects it
             port_map.apply(std.ingress_port, hdr.ethernet, hdr.link);
             if (hdr.link.pkt.dest == 0 || !hdr.ethernet.isValid()) {
@@ -116,9 +114,9 @@ control PassEntry(inout headers_t hdr, inout standard_metadata_t std)
             // more), and release order. (Register accesses together: p4c
             // makes a table of each run of statements.)
             link_free.read(hdr.pass.free, hdr.link.pkt.dir);
-            queue_read.apply(hdr);
             release_next.read(hdr.pass.next, hdr.link.pkt.dir);
             random(hdr.pass.rand, 0, 0xffff);
+            queue_read.apply(hdr);
             event_log.apply(hdr.pass.now, hdr.pass.rand, hdr.link);
             hold_limit.apply();
             if (hdr.pass.refused) {
@@ -131,6 +129,7 @@ control PassEntry(inout headers_t hdr, inout standard_metadata_t std)
                 link_arrival.apply(hdr.pass, hdr.link);
             }
         } else {
+            hdr.pass.setValid();
             hdr.pass.now = hdr.link.pkt.now_us;
             hdr.pass.l3_len = std.packet_length -
                               (ETH_HEADER_BYTES + hdr.link.pkt.minSizeInBytes());

@@ -71,12 +71,11 @@ control PassExit(inout headers_t hdr, inout metadata_t meta, inout standard_meta
             }
 
             release.apply(hdr.pass.now, hdr.pass.next, hdr.link);
-            release_pacing.apply(hdr, std);
-            release_next.write(hdr.link.pkt.dir, hdr.pass.next);
             if (hdr.link.pkt.flags & (PKT_TIMED | PKT_RELEASED | PKT_AHEAD) ==
                 (PKT_TIMED | PKT_RELEASED)) {
                 release_departure.apply(hdr, meta);
             }
+            release_pacing.apply(hdr, meta, std);   // and the direction's next release
 
             if (hdr.link.pkt.flags & PKT_RELEASED == 0) {
                 // Sleep until the next event: it leaves the router queue, an
