@@ -133,6 +133,9 @@ header ring_pass_h {
 // only by the passes of a direction that isolates flows.
 header fq_pass_h {
     bit<32>    flow;        // its flow queue's index
+    bit<32>    flow_ref;    // and as the lists link it: index + 1
+    bit<32>    value;       // a register's new value, set apart: p4c would
+                            // copy an expression into a temporary
     bit<32>    hashed;
     bit<16>    src_port;
     bit<16>    dst_port;

@@ -84,8 +84,13 @@ register<bit<8>>(NUM_DIRECTIONS * FQ_SLOTS) fq_state;
 register<time_q_t>(NUM_DIRECTIONS * FQ_SLOTS) fq_start;
 register<seq_t>(NUM_DIRECTIONS * FQ_SLOTS) fq_seq;
 
-// Slots and indices are set by actions: p4c copies an index computed in a
-// control into a temporary of its own at every access (docs/bmv2-costs.md).
+// Slots and indices are set by actions, and a register's new value is set
+// into a field first (hdr.fq.value, or the field it updates) with
+// hdr.fq.setValid() after it: p4c copies an index or a value computed at a
+// register access into a temporary, a metadata field that every pass of
+// every packet pays for (docs/bmv2-costs.md), and would carry the
+// expression past a plain assignment into the access. (setValid() on the
+// valid header changes nothing.)
 
 // A direction's flow isolation: DRR's quantum, in link bytes, and whether
 // hosts share first (triple-isolate). Every pass of the direction's
@@ -166,8 +171,11 @@ control FlowEnqueue(inout headers_t hdr) {
 
     action flow_of() {
         hdr.fq.flow = hdr.link.pkt.dir * FQ_FLOWS + hdr.fq.hashed;
+        hdr.fq.flow_ref = hdr.link.pkt.dir * FQ_FLOWS + hdr.fq.hashed + 1;
         hdr.fq.slot = hdr.link.pkt.dir * FQ_SLOTS + (hdr.fq.ticket & FQ_SLOT_MASK);
         hdr.fq.bytes = hdr.pass.l3_len + hdr.link.params.overhead_bytes;
+        hdr.fq.value = hdr.fq.ticket + 1;
+        hdr.fq.ecn = (hdr.feature.ect1 ? 2w2 : 2w0) | (hdr.feature.capable ? 2w1 : 2w0);
     }
     table index { actions = { flow_of; } const default_action = flow_of(); }
 
@@ -184,9 +192,11 @@ control FlowEnqueue(inout headers_t hdr) {
                  {hdr.ipv4.src_addr, hdr.ipv4.dst_addr, hdr.ipv4.protocol,
                   hdr.fq.src_port, hdr.fq.dst_port}, FQ_FLOWS);
             if (hdr.fq.hosts == 1) {
-                hash(hdr.fq.src_host, HashAlgorithm.crc32, hdr.link.pkt.dir * FQ_FLOWS,
+                hdr.fq.value = hdr.link.pkt.dir * FQ_FLOWS;
+                hdr.fq.setValid();
+                hash(hdr.fq.src_host, HashAlgorithm.crc32, hdr.fq.value,
                      {hdr.ipv4.src_addr}, FQ_FLOWS);
-                hash(hdr.fq.dst_host, HashAlgorithm.crc32, hdr.link.pkt.dir * FQ_FLOWS,
+                hash(hdr.fq.dst_host, HashAlgorithm.crc32, hdr.fq.value,
                      {hdr.ipv4.dst_addr}, FQ_FLOWS);
             }
         } else if (hdr.ipv6.isValid()) {
@@ -194,9 +204,11 @@ control FlowEnqueue(inout headers_t hdr) {
                  {hdr.ipv6.src_addr, hdr.ipv6.dst_addr, hdr.ipv6.next_hdr,
                   hdr.fq.src_port, hdr.fq.dst_port}, FQ_FLOWS);
             if (hdr.fq.hosts == 1) {
-                hash(hdr.fq.src_host, HashAlgorithm.crc32, hdr.link.pkt.dir * FQ_FLOWS,
+                hdr.fq.value = hdr.link.pkt.dir * FQ_FLOWS;
+                hdr.fq.setValid();
+                hash(hdr.fq.src_host, HashAlgorithm.crc32, hdr.fq.value,
                      {hdr.ipv6.src_addr}, FQ_FLOWS);
-                hash(hdr.fq.dst_host, HashAlgorithm.crc32, hdr.link.pkt.dir * FQ_FLOWS,
+                hash(hdr.fq.dst_host, HashAlgorithm.crc32, hdr.fq.value,
                      {hdr.ipv6.dst_addr}, FQ_FLOWS);
             }
         } else {
@@ -218,7 +230,7 @@ control FlowEnqueue(inout headers_t hdr) {
         if (hdr.fq.backlog >= hdr.link.params.queue_limit) {
             hdr.fq.overflow = true;
         } else {
-            fq_tickets.write(hdr.link.pkt.dir, hdr.fq.ticket + 1);
+            fq_tickets.write(hdr.link.pkt.dir, hdr.fq.value);
             hdr.fq.backlog = hdr.fq.backlog + 1;
             fq_backlog.write(hdr.link.pkt.dir, hdr.fq.backlog);
 
@@ -226,24 +238,30 @@ control FlowEnqueue(inout headers_t hdr) {
             fq_bytes.write(hdr.fq.slot, hdr.fq.bytes);
             fq_flow.write(hdr.fq.slot, hdr.fq.flow);
             fq_state.write(hdr.fq.slot, FQ_WAITING);
-            fq_ecn.write(hdr.fq.slot, (hdr.feature.ect1 ? 2w2 : 2w0) |
-                                      (hdr.feature.capable ? 2w1 : 2w0));
+            fq_ecn.write(hdr.fq.slot, hdr.fq.ecn);
             fq_enqueued.read(hdr.fq.before, hdr.fq.flow);
             fq_before.write(hdr.fq.slot, hdr.fq.before);
-            fq_enqueued.write(hdr.fq.flow, hdr.fq.before + hdr.fq.bytes);
+            hdr.fq.value = hdr.fq.before + hdr.fq.bytes;
+            hdr.fq.setValid();
+            fq_enqueued.write(hdr.fq.flow, hdr.fq.value);
 
             fq_count.read(hdr.fq.count, hdr.fq.flow);
             if (hdr.fq.count == 0) {
                 fq_head.write(hdr.fq.flow, hdr.fq.ticket);
                 fq_active.read(hdr.fq.other, hdr.link.pkt.dir);
-                fq_active.write(hdr.link.pkt.dir, hdr.fq.other + 1);
+                hdr.fq.other = hdr.fq.other + 1;
+                hdr.fq.setValid();
+                fq_active.write(hdr.link.pkt.dir, hdr.fq.other);
             } else {
                 fq_tail.read(hdr.fq.other, hdr.fq.flow);
                 hdr.fq.other_slot = hdr.link.pkt.dir * FQ_SLOTS + (hdr.fq.other & FQ_SLOT_MASK);
+                hdr.fq.setValid();
                 fq_next.write(hdr.fq.other_slot, hdr.fq.ticket);
             }
             fq_tail.write(hdr.fq.flow, hdr.fq.ticket);
-            fq_count.write(hdr.fq.flow, hdr.fq.count + 1);
+            hdr.fq.count = hdr.fq.count + 1;
+            hdr.fq.setValid();
+            fq_count.write(hdr.fq.flow, hdr.fq.count);
 
             // A flow in no list turns up: it goes first, with a quantum.
             fq_list.read(hdr.fq.list, hdr.fq.flow);
@@ -263,11 +281,13 @@ control FlowEnqueue(inout headers_t hdr) {
                 fq_next_flow.write(hdr.fq.flow, FQ_NONE);
                 fq_new_tail.read(hdr.fq.other, hdr.link.pkt.dir);
                 if (hdr.fq.other == FQ_NONE) {
-                    fq_new_head.write(hdr.link.pkt.dir, hdr.fq.flow + 1);
+                    fq_new_head.write(hdr.link.pkt.dir, hdr.fq.flow_ref);
                 } else {
-                    fq_next_flow.write(hdr.fq.other - 1, hdr.fq.flow + 1);
+                    hdr.fq.other = hdr.fq.other - 1;
+                    hdr.fq.setValid();
+                    fq_next_flow.write(hdr.fq.other, hdr.fq.flow_ref);
                 }
-                fq_new_tail.write(hdr.link.pkt.dir, hdr.fq.flow + 1);
+                fq_new_tail.write(hdr.link.pkt.dir, hdr.fq.flow_ref);
             }
             hdr.link.pkt.ticket = hdr.fq.ticket;
         }
@@ -295,6 +315,11 @@ control FlowStep(inout headers_t hdr) {
     table slot_of { actions = { flow_slot; } const default_action = flow_slot(); }
     table new_head_slot_of { actions = { flow_slot; } const default_action = flow_slot(); }
 
+    // The flow a list names (flow_ref: its index + 1).
+    action flow_of_ref() { hdr.fq.flow = hdr.fq.flow_ref - 1; }
+    table flow_index { actions = { flow_of_ref; } const default_action = flow_of_ref(); }
+    table head_index { actions = { flow_of_ref; } const default_action = flow_of_ref(); }
+
     action take_share() { hdr.fq.deficit = hdr.fq.deficit + hdr.fq.share; }
     table refill { actions = { take_share; } const default_action = take_share(); }
 
@@ -302,26 +327,27 @@ control FlowStep(inout headers_t hdr) {
         hdr.fq.setValid();
         if (!hdr.fq.overflow) {
             fq_backlog.read(hdr.fq.backlog, hdr.link.pkt.dir);
-            fq_new_head.read(hdr.fq.flow, hdr.link.pkt.dir);
+            fq_new_head.read(hdr.fq.flow_ref, hdr.link.pkt.dir);
             fq_old_head.read(hdr.fq.other, hdr.link.pkt.dir);
             hdr.fq.now_q = ((time_q_t) hdr.pass.now) << TIME_FRAC_BITS;
             if (hdr.pass.free > hdr.fq.now_q ||
-                (hdr.fq.flow == FQ_NONE && hdr.fq.other == FQ_NONE)) {
+                (hdr.fq.flow_ref == FQ_NONE && hdr.fq.other == FQ_NONE)) {
                 return;   // the link is busy, or no flow waits
             }
-            hdr.fq.from_new = hdr.fq.flow != FQ_NONE;
+            hdr.fq.from_new = hdr.fq.flow_ref != FQ_NONE;
             if (hdr.fq.from_new && hdr.fq.other != FQ_NONE) {
                 // A new flow that turned up after the link freed (this pass
                 // comes late) was not there to go first: the old list's.
-                fq_head.read(hdr.fq.ticket, hdr.fq.flow - 1);
+                flow_index.apply();
+                fq_head.read(hdr.fq.ticket, hdr.fq.flow);
                 new_head_slot_of.apply();
                 fq_arrival.read(hdr.fq.arrival, hdr.fq.slot);
                 hdr.fq.from_new = ((time_q_t) hdr.fq.arrival) << TIME_FRAC_BITS <= hdr.pass.free;
             }
             if (!hdr.fq.from_new) {
-                hdr.fq.flow = hdr.fq.other;
+                hdr.fq.flow_ref = hdr.fq.other;
             }
-            hdr.fq.flow = hdr.fq.flow - 1;
+            head_index.apply();
             fq_count.read(hdr.fq.count, hdr.fq.flow);
             fq_deficit.read(hdr.fq.deficit, hdr.fq.flow);
             fq_next_flow.read(hdr.fq.next_flow, hdr.fq.flow);
@@ -383,11 +409,13 @@ control FlowStep(inout headers_t hdr) {
                     fq_next_flow.write(hdr.fq.flow, FQ_NONE);
                     fq_old_tail.read(hdr.fq.other, hdr.link.pkt.dir);
                     if (hdr.fq.other == FQ_NONE) {
-                        fq_old_head.write(hdr.link.pkt.dir, hdr.fq.flow + 1);
+                        fq_old_head.write(hdr.link.pkt.dir, hdr.fq.flow_ref);
                     } else {
-                        fq_next_flow.write(hdr.fq.other - 1, hdr.fq.flow + 1);
+                        hdr.fq.other = hdr.fq.other - 1;
+                        hdr.fq.setValid();
+                        fq_next_flow.write(hdr.fq.other, hdr.fq.flow_ref);
                     }
-                    fq_old_tail.write(hdr.link.pkt.dir, hdr.fq.flow + 1);
+                    fq_old_tail.write(hdr.link.pkt.dir, hdr.fq.flow_ref);
                 } else {
                     fq_list.write(hdr.fq.flow, FQ_LIST_NONE);
                 }
@@ -404,15 +432,21 @@ control FlowStep(inout headers_t hdr) {
             fq_ecn.read(hdr.fq.ecn, hdr.fq.slot);
             fq_head.write(hdr.fq.flow, hdr.fq.other);
             hdr.fq.count = hdr.fq.count - 1;
+            hdr.fq.backlog = hdr.fq.backlog - 1;
+            hdr.fq.setValid();
             fq_count.write(hdr.fq.flow, hdr.fq.count);
-            fq_backlog.write(hdr.link.pkt.dir, hdr.fq.backlog - 1);
+            fq_backlog.write(hdr.link.pkt.dir, hdr.fq.backlog);
             if (hdr.fq.count == 0) {
                 fq_active.read(hdr.fq.other, hdr.link.pkt.dir);
-                fq_active.write(hdr.link.pkt.dir, hdr.fq.other - 1);
+                hdr.fq.other = hdr.fq.other - 1;
+                hdr.fq.setValid();
+                fq_active.write(hdr.link.pkt.dir, hdr.fq.other);
             }
 
             fq_dequeued.read(hdr.fq.before, hdr.fq.flow);
-            fq_dequeued.write(hdr.fq.flow, hdr.fq.before + hdr.fq.bytes);
+            hdr.fq.value = hdr.fq.before + hdr.fq.bytes;
+            hdr.fq.setValid();
+            fq_dequeued.write(hdr.fq.flow, hdr.fq.value);
             // It starts when the link is free, or when it came to an idle link.
             hdr.fq.start = ((time_q_t) hdr.fq.arrival) << TIME_FRAC_BITS;
             if (hdr.pass.free > hdr.fq.start) {
@@ -473,7 +507,9 @@ control FlowStep(inout headers_t hdr) {
                 hdr.pass.seq = hdr.pass.seq + 1;
                 hdr.pass.free = hdr.fq.start + (time_q_t) hdr.fq.bytes *
                                                (time_q_t) hdr.link.params.byte_cost_q;
-                fq_deficit.write(hdr.fq.flow, hdr.fq.deficit - hdr.fq.bytes);
+                hdr.fq.deficit = hdr.fq.deficit - hdr.fq.bytes;
+                hdr.fq.setValid();
+                fq_deficit.write(hdr.fq.flow, hdr.fq.deficit);
             }
         }
     }
