@@ -8,6 +8,7 @@ from scipy import stats
 from linkemu.model.jitter import TABLE_SIZE, Jitter, delay_table
 from linkemu.model.profile import ProfileError, parse_profile
 from linkemu.program import constants as p4
+from linkemu.switch.entities import Range
 from linkemu.switch.entries.delay_variation import delay_spike_entries, jitter_entries
 from linkemu.switch.entries.link_params import link_params_entries
 from linkemu.switch.entries.release import stall_us
@@ -126,7 +127,16 @@ def test_entries_hold_the_table_per_direction_and_set_the_feature():
     assert sorted(e.match["rand_index"] for e in jitter) == list(range(TABLE_SIZE))
     assert [e.params["delay_us"] for e in jitter] == delay_table(profile.downlink.jitter, 50_000)
     (spike,) = delay_spike_entries(profile)
-    assert spike.match == {"dir": 1}
-    assert spike.params == {"threshold": 1 << 15, "length_us": 20_000}
+    assert spike.match == {"dir": 1, "rand_spike": Range(0, (1 << 15) - 1)}
+    assert spike.params == {"length_us": 20_000}
     down, up = link_params_entries(profile)
     assert down.params["features"] == up.params["features"] == p4.FEATURE_DELAY_VARIATION
+
+
+@pytest.mark.parametrize("probability, draws", [(1.0, Range(0, 0xffff)), (1e-6, None)])
+def test_a_spike_takes_the_draws_below_its_probability(probability, draws):
+    profile = parse_profile({"downlink": {"delay_spikes": {"probability": probability,
+                                                           "length": "20ms"}},
+                             "uplink": {}})
+    entries = delay_spike_entries(profile)
+    assert [e.match["rand_spike"] for e in entries] == ([draws] if draws else [])

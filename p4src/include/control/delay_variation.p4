@@ -27,16 +27,20 @@ control DelayVariation(in bit<10> rand_index, in bit<16> rand_spike, inout link_
         size = JITTER_SIZE;
     }
 
-    // Drawn in the action, with its parameters in place (docs/bmv2-costs.md).
-    action set_spike(bit<32> threshold, time_us_t length_us) {
-        m.params.delay_us = (bit<32>) rand_spike < threshold ? m.params.delay_us + length_us
-                                                             : m.params.delay_us;
+    // A spike: rand_spike in a range the control plane sets, its
+    // probability, adds the spike's length. The draw is the table's key, not
+    // a comparison in the action, which Tofino's actions cannot make.
+    action add_spike(time_us_t length_us) {
+        m.params.delay_us = m.params.delay_us + length_us;
     }
 
     table delay_spikes {
-        key = { m.pkt.dir : exact @name("dir"); }
-        actions = { set_spike; }
-        const default_action = set_spike(0, 0);
+        key = {
+            m.pkt.dir  : exact @name("dir");
+            rand_spike : range;
+        }
+        actions = { add_spike; @defaultonly NoAction; }
+        const default_action = NoAction;
         size = NUM_DIRECTIONS;
     }
 

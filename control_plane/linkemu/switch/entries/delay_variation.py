@@ -3,8 +3,8 @@ delay spikes."""
 
 from ...model.jitter import delay_table
 from ...program import constants as p4
-from ..codes import DIRECTION_IDS, threshold
-from ..entities import TableEntry
+from ..codes import DIRECTION_IDS, PROBABILITY_ONE, threshold
+from ..entities import Range, TableEntry
 
 
 def jitter_entries(profile):
@@ -15,8 +15,11 @@ def jitter_entries(profile):
 
 
 def delay_spike_entries(profile):
-    return [TableEntry(p4.TABLE_DELAY_SPIKES, {"dir": DIRECTION_IDS[name]},
-                       p4.ACTION_SET_SPIKE,
-                       {"threshold": threshold(d.delay_spikes.probability),
-                        "length_us": d.delay_spikes.length_us})
-            for name, d in profile.directions().items() if d.delay_spikes]
+    """A spike where the packet's 16-bit draw is below its probability's
+    threshold; none for a probability that rounds to 0."""
+    return [TableEntry(p4.TABLE_DELAY_SPIKES,
+                       {"dir": DIRECTION_IDS[name],
+                        "rand_spike": Range(0, min(below, PROBABILITY_ONE) - 1)},
+                       p4.ACTION_ADD_SPIKE, {"length_us": d.delay_spikes.length_us}, priority=1)
+            for name, d in profile.directions().items() if d.delay_spikes
+            for below in [threshold(d.delay_spikes.probability)] if below > 0]
