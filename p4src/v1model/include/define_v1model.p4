@@ -16,8 +16,8 @@ const bit<8>  FL_HOLD = 1;            // empty (p4c warns so): the state rides i
 // ecn_mark.p4), incremental (RFC 1624), so options need no parsing: only the
 // ECN bits of the header's first word change, growing by ECN_CE - ecn, so
 // HC' = ~(~HC + ~m + m') is ~(~HC + ECN_CE - ecn) in one's complement, and
-// one fold carries the sum back into 16 bits. (A local live across a change
-// of the header would be a metadata field: docs/bmv2-costs.md.)
+// one fold carries the sum back into 16 bits. (The sum is written out
+// twice: a local would be a metadata field, docs/bmv2-costs.md.)
 #define ECN_MARK_IPV4_CHECKSUM(ipv4) \
     ipv4.hdr_checksum = ~((bit<16>) ( \
         (((bit<32>) ~ipv4.hdr_checksum + (bit<32>) (ECN_CE - ipv4.ecn)) & 0xffff) + \
