@@ -11,14 +11,19 @@
 
 control EventLog(in time_us_t arrival_us, in bit<16> rand, inout link_meta_t m) {
 
-    // skip_q16: the share of packets not logged, of 65536.
-    action log_events(bit<16> skip_q16) {
-        m.pkt.flags = m.pkt.flags | (rand >= skip_q16 ? PKT_LOG : 0);
+    // A packet logs when its draw is in the entry's range, [skip, 0xffff]
+    // for a sample of (65536 - skip) / 65536: the draw is the table's key,
+    // not a comparison in the action, which Tofino's actions cannot make.
+    action log_events() {
+        m.pkt.flags = m.pkt.flags | PKT_LOG;
         m.pkt.arrival_us = arrival_us;
     }
 
     table event_log {
-        key = { m.pkt.dir : exact @name("dir"); }
+        key = {
+            m.pkt.dir : exact @name("dir");
+            rand      : range;
+        }
         actions = { log_events; @defaultonly NoAction; }
         const default_action = NoAction;
         size = NUM_DIRECTIONS;

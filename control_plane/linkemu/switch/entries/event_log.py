@@ -3,7 +3,7 @@ reads the reports)."""
 
 from ...program import constants as p4
 from ..codes import DIRECTION_IDS
-from ..entities import TableEntry
+from ..entities import Range, TableEntry
 
 
 def skip_q16(sample):
@@ -13,7 +13,8 @@ def skip_q16(sample):
 
 def event_log_entries(directions, sample=1.0):
     """Entries that make `directions` log each packet's fate, or a random
-    `sample` of them."""
-    return [TableEntry(p4.TABLE_EVENT_LOG, {"dir": DIRECTION_IDS[name]},
-                       p4.ACTION_LOG_EVENTS, {"skip_q16": skip_q16(sample)})
+    `sample` of them: those whose 16-bit draw is at least skip_q16."""
+    return [TableEntry(p4.TABLE_EVENT_LOG,
+                       {"dir": DIRECTION_IDS[name], "rand": Range(skip_q16(sample), 0xffff)},
+                       p4.ACTION_LOG_EVENTS, priority=1)
             for name in directions]
