@@ -27,3 +27,10 @@ def byte_cost_q(rate_bps):
 def threshold(probability):
     """A probability as a threshold on the data plane's 16-bit random numbers."""
     return round(probability * PROBABILITY_ONE)
+
+
+def draws_below(probability):
+    """The 16-bit random numbers below a probability's threshold, as a range
+    key's (low, high), or None when the probability rounds to none."""
+    below = min(threshold(probability), PROBABILITY_ONE)
+    return (0, below - 1) if below > 0 else None

@@ -3,7 +3,7 @@ delay spikes."""
 
 from ...model.jitter import delay_table
 from ...program import constants as p4
-from ..codes import DIRECTION_IDS, PROBABILITY_ONE, threshold
+from ..codes import DIRECTION_IDS, draws_below
 from ..entities import Range, TableEntry
 
 
@@ -17,9 +17,12 @@ def jitter_entries(profile):
 def delay_spike_entries(profile):
     """A spike where the packet's 16-bit draw is below its probability's
     threshold; none for a probability that rounds to 0."""
-    return [TableEntry(p4.TABLE_DELAY_SPIKES,
-                       {"dir": DIRECTION_IDS[name],
-                        "rand_spike": Range(0, min(below, PROBABILITY_ONE) - 1)},
-                       p4.ACTION_ADD_SPIKE, {"length_us": d.delay_spikes.length_us}, priority=1)
-            for name, d in profile.directions().items() if d.delay_spikes
-            for below in [threshold(d.delay_spikes.probability)] if below > 0]
+    entries = []
+    for name, d in profile.directions().items():
+        draws = d.delay_spikes and draws_below(d.delay_spikes.probability)
+        if draws:
+            entries.append(TableEntry(p4.TABLE_DELAY_SPIKES,
+                                      {"dir": DIRECTION_IDS[name], "rand_spike": Range(*draws)},
+                                      p4.ACTION_ADD_SPIKE, {"length_us": d.delay_spikes.length_us},
+                                      priority=1))
+    return entries
